@@ -1,0 +1,158 @@
+"""The base config every experiment starts from, its schema, and the variant helper.
+
+Configs are Python files `configs/<experiment>.py` with `get_config(arg)` (big_vision style);
+they call `base_config(task)` and override fields, never copy it. `validate` checks a whole
+config against `schema(config)` before any compile.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from jaxcap import tasks
+from jaxcap.models import config as model_config
+from jaxcap.population import DEFAULT_HPARAMS, HPARAM_NAMES
+from jaxcap.runtime import MATMUL_PRECISIONS
+from jaxcap.validate import Bool, Choice, ConfigError, Float, Int, Str, TupleOf, check_tree
+
+EXPERIMENTS = ("population",)
+
+HPARAM_RULES = {
+    "learning_rate": Float(0.0),
+    "weight_decay": Float(0.0),
+    "dropout": Float(0.0, 1.0, open_high=True),
+    "warmup_steps": Float(0.0),
+    "b2": Float(0.0, 1.0, open_high=True),
+    "init_scale": Float(0.0),
+    "label_smoothing": Float(0.0, 1.0, open_high=True),
+}
+
+
+def parse_arg(arg: str | None, variants: tuple[str, ...] = ("smoke", "full")) -> str:
+    """The variant named after ':' in `--config configs/x.py:variant` ('default' when absent)."""
+    if not arg:
+        return "default"
+    if arg not in variants:
+        raise ConfigError(f"config variant: got {arg!r}; allowed: {', '.join(variants)} (or none)")
+    return arg
+
+
+def base_config(task: str) -> ml_collections.ConfigDict:
+    """Defaults for every field; the model defaults are the seed baseline."""
+    c = ml_collections.ConfigDict()
+    c.experiment = "population"
+    c.seed = 0
+    c.note = ""  # printed at start: e.g. why this run uses a smaller model than the baseline
+    c.task = tasks.default_config(task)
+    c.model = ml_collections.ConfigDict(
+        dict(
+            n_layers=2,
+            d_model=256,
+            n_heads=8,
+            d_head=32,
+            d_ff=1024,
+            activation="gelu",
+            norm="pre",
+            pos_encoding="sinusoidal",
+            attention="bidirectional",
+            readout="auto",
+            param_dtype="float32",
+            compute_dtype="float32",
+        )
+    )
+    c.hparams = ml_collections.ConfigDict(DEFAULT_HPARAMS)
+    knobs = tasks.TASKS[task]().spec.knobs
+    c.sweep = ml_collections.ConfigDict(
+        dict(seeds=1, hparams={n: () for n in HPARAM_NAMES}, task={k: () for k in knobs})
+    )
+    c.train = ml_collections.ConfigDict(
+        dict(
+            steps=1000,
+            chunk_steps=100,
+            batch_size=128,
+            schedule="constant",
+            b1=0.9,
+            eps=1e-8,
+            clip_norm=0.0,
+            loss_scale=1.0,
+            matmul_precision="highest",
+        )
+    )
+    c.eval = ml_collections.ConfigDict(dict(batch_size=1024, train_threshold=0.99, val_threshold=0.99))
+    c.runtime = ml_collections.ConfigDict(
+        dict(checkpoint_every=1, progress=True, compilation_cache="default")
+    )
+    return c
+
+
+def schema(config) -> dict:
+    """The schema of this config (the task section depends on config.task.name)."""
+    name = config.task.get("name") if hasattr(config, "task") else None
+    if name not in tasks.TASKS:
+        raise ConfigError(f"config.task.name: got {name!r}; allowed: {', '.join(tasks.TASKS)}")
+    task_cls = tasks.TASKS[name]
+    task_schema = {"name": Choice(tuple(tasks.TASKS)), **task_cls.SCHEMA}
+    return {
+        "experiment": Choice(EXPERIMENTS),
+        "seed": Int(0),
+        "note": Str(),
+        "task": task_schema,
+        "model": {
+            "n_layers": Int(1, 64),
+            "d_model": Int(1),
+            "n_heads": Int(1),
+            "d_head": Int(1),
+            "d_ff": Int(1),
+            "activation": Choice(model_config.ACTIVATIONS),
+            "norm": Choice(model_config.NORMS),
+            "pos_encoding": Choice(model_config.POSITIONS),
+            "attention": Choice(model_config.ATTENTIONS),
+            "readout": Choice(("auto", *model_config.READOUTS)),
+            "param_dtype": Choice(tuple(model_config.DTYPES)),
+            "compute_dtype": Choice(tuple(model_config.DTYPES)),
+        },
+        "hparams": dict(HPARAM_RULES),
+        "sweep": {
+            "seeds": Int(1, 100_000),
+            "hparams": {n: TupleOf(rule) for n, rule in HPARAM_RULES.items()},
+            "task": {k: TupleOf(task_cls.SCHEMA[k]) for k in task_cls().spec.knobs},
+        },
+        "train": {
+            "steps": Int(1),
+            "chunk_steps": Int(1),
+            "batch_size": Int(1),
+            "schedule": Choice(("constant", "cosine")),
+            "b1": Float(0.0, 1.0, open_high=True),
+            "eps": Float(0.0),
+            "clip_norm": Float(0.0),
+            "loss_scale": Float(1e-8),
+            "matmul_precision": Choice(MATMUL_PRECISIONS),
+        },
+        "eval": {"batch_size": Int(1), "train_threshold": Float(0.0, 1.0), "val_threshold": Float(0.0, 1.0)},
+        "runtime": {"checkpoint_every": Int(1), "progress": Bool(), "compilation_cache": Str()},
+    }
+
+
+def validate(config) -> None:
+    """Raise ConfigError (one line naming the field) for anything a run could not do."""
+    check_tree("config", config, schema(config))
+    if config.train.steps % config.train.chunk_steps:
+        raise ConfigError(
+            f"config.train.steps: got {config.train.steps}; allowed: a multiple of "
+            f"config.train.chunk_steps ({config.train.chunk_steps})"
+        )
+    if config.model.pos_encoding == "sinusoidal" and config.model.d_model % 2:
+        raise ConfigError(
+            f"config.model.d_model: got {config.model.d_model}; allowed: even with sinusoidal positions"
+        )
+    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
+    task.check()
+    for knob, values in config.sweep.task.items():
+        for value in values:
+            tasks.build({**config.task.to_dict(), knob: value}).check()
+    readouts = {"classify": ("auto", "last", "mean"), "sequence": ("auto", "all")}[task.spec.kind]
+    if config.model.readout not in readouts:
+        raise ConfigError(
+            f"config.model.readout: got {config.model.readout!r}; allowed for task "
+            f"{task.spec.family} ({task.spec.kind}): {', '.join(readouts)}"
+        )

@@ -1,0 +1,108 @@
+"""`python -m jaxcap.launch --config configs/X.py[:variant] [--config.a.b=v] [--workdir D]`.
+
+A thin absl shell over `jaxcap.run.run`. Config problems (a bad value, a wrong type, an
+unknown key) are reported as one line naming the field, before anything is compiled. The
+default workdir is derived from the command (runs/<config>[_<variant>][_<hash of overrides>]),
+so rerunning the same command resumes the same run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from jaxcap.validate import ConfigError
+
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "Experiment config file[:variant].", lock_config=True
+)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Results directory; rerunning on it resumes.")
+
+
+def _load(spec: str):
+    path, _, arg = spec.partition(":")
+    if not Path(path).is_file():
+        raise ConfigError(f"--config: no such file {path!r}")
+    module_spec = importlib.util.spec_from_file_location("_jaxcap_config", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.get_config(arg or None)
+
+
+def _check_overrides(argv: list[str]) -> None:
+    """Name unknown `--config.x.y` keys in one line (ml_collections would raise a traceback)."""
+    spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+    if spec is None:
+        raise ConfigError("--config: required, e.g. --config configs/modmod.py")
+    config = _load(spec)
+    for arg in argv:
+        if not arg.startswith("--config."):
+            continue
+        node, path = config, "config"
+        for part in arg[2:].split("=", 1)[0].split(".")[1:]:
+            if not hasattr(node, "keys") or part not in node:
+                known = (
+                    ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a value, not a section)"
+                )
+                raise ConfigError(f"{path}.{part}: unknown field; fields of {path}: {known}")
+            node, path = node[part], f"{path}.{part}"
+
+
+def _parse(argv: list[str]) -> list[str]:
+    argv = _normalize(argv)
+    try:
+        _check_overrides(argv)
+        return flags.FLAGS(argv)
+    except ConfigError as e:
+        sys.exit(f"config error: {e}")
+    except (flags.Error, TypeError, ValueError, AttributeError) as e:
+        sys.exit(f"config error: {str(e).splitlines()[0]}")
+
+
+def default_workdir(argv: list[str]) -> Path:
+    spec = next(a.split("=", 1)[1] for a in argv if a.startswith("--config="))
+    path, _, variant = spec.partition(":")
+    name = Path(path).stem + (f"_{variant}" if variant else "")
+    overrides = sorted(a for a in argv if a.startswith("--config."))
+    if overrides:
+        name += "_" + hashlib.sha1(" ".join(overrides).encode()).hexdigest()[:8]
+    return Path("runs") / name
+
+
+def main(argv: list[str]) -> None:
+    from jaxcap.run import run  # after flag parsing: importing JAX is slow
+
+    if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:
+        logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint step at INFO
+
+    from jaxcap.store import WorkdirMismatch
+
+    workdir = _WORKDIR.value or default_workdir(_normalize(sys.argv))
+    try:
+        run(_CONFIG.value, str(workdir))
+    except ConfigError as e:
+        sys.exit(f"config error: {e}")
+    except WorkdirMismatch as e:
+        sys.exit(f"workdir error: {e}")
+
+
+def _normalize(argv: list[str]) -> list[str]:
+    """`--config X` -> `--config=X` so the workdir does not depend on the spelling."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--config" and i + 1 < len(argv):
+            out.append(f"--config={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=_parse)

@@ -1,0 +1,105 @@
+"""Members, their per-member hyperparameters, and the grid that makes a population.
+
+A member is (key, HParams). `HParams` holds every per-member value as an array so that one
+compiled program serves any batch of values (a new Optuna batch, a new grid) without
+recompiling. The population is the cartesian product task-knob grid × hparam grid × seeds,
+ordered in that nesting; members with the same seed share their key (init, data split and
+batches), so settings are compared on common random numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+# Every per-member hyperparameter with its default (AdamW's b2 = 0.98 as in the grokking
+# literature; warmup in steps, a float so that it can be traced like the others).
+DEFAULT_HPARAMS = {
+    "learning_rate": 1e-3,
+    "weight_decay": 0.0,
+    "dropout": 0.0,
+    "warmup_steps": 0.0,
+    "b2": 0.98,
+    "init_scale": 1.0,
+    "label_smoothing": 0.0,
+}
+HPARAM_NAMES = tuple(DEFAULT_HPARAMS)
+
+
+@struct.dataclass
+class HParams:
+    """Per-member traced hyperparameters (float32 scalars per member) and task knobs."""
+
+    learning_rate: jax.Array
+    weight_decay: jax.Array
+    dropout: jax.Array
+    warmup_steps: jax.Array
+    b2: jax.Array
+    init_scale: jax.Array
+    label_smoothing: jax.Array
+    task: dict[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """The host-side record of one member: what it is, in plain Python values."""
+
+    index: int
+    seed: int
+    hparams: dict[str, float]
+    knobs: dict[str, Any]
+    trial: int | None = None
+
+    def key_data(self, base_seed: int) -> np.ndarray:
+        return np.asarray(jax.random.key_data(member_key(base_seed, self.seed)))
+
+
+def member_key(base_seed: int, seed: int) -> jax.Array:
+    """The typed key of seed `seed` in a run whose config seed is `base_seed`."""
+    return jax.random.fold_in(jax.random.key(base_seed), seed)
+
+
+def _product(grid: dict[str, tuple]) -> list[dict[str, Any]]:
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+
+
+def grid_members(
+    defaults: dict[str, float],
+    hparam_grid: dict[str, tuple],
+    knob_defaults: dict[str, Any],
+    knob_grid: dict[str, tuple],
+    seeds: int,
+) -> list[Member]:
+    """All members of a grid population, ordered task knobs × hparams × seeds."""
+    members = []
+    for knobs in _product({k: tuple(v) for k, v in knob_grid.items() if len(v)}):
+        for hp in _product({k: tuple(v) for k, v in hparam_grid.items() if len(v)}):
+            for seed in range(seeds):
+                members.append(
+                    Member(
+                        index=len(members),
+                        seed=seed,
+                        hparams={**defaults, **{k: float(v) for k, v in hp.items()}},
+                        knobs={**knob_defaults, **knobs},
+                    )
+                )
+    return members
+
+
+def stack(members: list[Member], base_seed: int) -> tuple[jax.Array, HParams]:
+    """Member key data [P, 2] (uint32) and HParams with a leading population axis."""
+    keys = jnp.asarray(np.stack([m.key_data(base_seed) for m in members]))
+    values = {n: jnp.asarray([m.hparams[n] for m in members], jnp.float32) for n in HPARAM_NAMES}
+    knobs = {}
+    for name in members[0].knobs:
+        column = [m.knobs[name] for m in members]
+        dtype = jnp.int32 if all(isinstance(v, (int, np.integer)) for v in column) else jnp.float32
+        knobs[name] = jnp.asarray(column, dtype)
+    return keys, HParams(**values, task=knobs)

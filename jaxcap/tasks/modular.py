@@ -1,0 +1,105 @@
+"""x mod N: the seed design's capacity probe.
+
+x is drawn from [0, base^digits) and shown to the model as its base-`base` digits (most
+significant first) followed by an '=' token; the answer, read at the last position, is
+x mod N. The modulus N is a per-member knob: the output layer has max(N) classes and each
+member's logits outside [0, N) are masked, so every N of a sweep trains in one program.
+
+Complexity: log2 N bits — the information in the answer, i.e. the entropy of the label under
+uniform x (exactly so when N divides base^digits). For N = base^j the answer is the last j
+digits (a copy), for other N the model must carry residues across all digits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
+from jaxcap.validate import ConfigError, Int
+
+
+def digits_of(x: jax.Array, base: int, digits: int) -> jax.Array:
+    """Base-`base` digits of x, most significant first: [..., digits] int32."""
+    powers = base ** jnp.arange(digits - 1, -1, -1, dtype=jnp.int32)
+    return (x[..., None] // powers.reshape((1,) * x.ndim + (digits,))) % base
+
+
+@dataclasses.dataclass(frozen=True)
+class Modulo(Task):
+    """x mod N with x in [0, base^digits); `modulus` is a knob, `max_modulus` the head size."""
+
+    modulus: int = 97
+    base: int = 10
+    digits: int = 4
+    max_modulus: int = 0  # 0: equal to `modulus`; set from the sweep so all N share one head
+    train_fraction: float = 0.5
+
+    SCHEMA = {
+        **Task.SCHEMA,
+        "modulus": Int(2, 1 << 16),
+        "base": Int(2, 256),
+        "digits": Int(1, 31),
+        "max_modulus": Int(0, 1 << 16),
+    }
+
+    def check(self) -> None:
+        limit = 1 << 24 if not self.is_stream else (1 << 31) - 1
+        if self.base**self.digits > limit:
+            kind = "a finite dataset" if not self.is_stream else "int32 inputs"
+            raise ConfigError(
+                f"config.task.digits: base^digits = {self.base}^{self.digits} is too many numbers "
+                f"for {kind}; allowed: base^digits <= {limit}"
+            )
+        super().check()
+
+    @property
+    def n_classes(self) -> int:
+        return max(self.max_modulus, self.modulus)
+
+    @property
+    def spec(self) -> TaskSpec:
+        return TaskSpec(
+            family="modulo",
+            kind="classify",
+            vocab_size=self.base + 1,
+            seq_len=self.digits + 1,
+            n_outputs=self.n_classes,
+            readout="last",
+            knobs=("modulus",),
+        )
+
+    def n_examples(self) -> int:
+        return self.base**self.digits
+
+    def _split(self, x: jax.Array, knobs: dict[str, jax.Array]) -> Split:
+        equals = jnp.full(x.shape + (1,), self.base, jnp.int32)
+        inputs = jnp.concatenate([digits_of(x, self.base, self.digits), equals], axis=-1)
+        targets = x % knobs["modulus"].astype(jnp.int32)
+        return Split(inputs, targets, ones_like_targets(targets))
+
+    def examples(self, knobs):
+        return self._split(jnp.arange(self.n_examples(), dtype=jnp.int32), knobs)
+
+    def draw(self, key, knobs, n):
+        return self._split(jax.random.randint(key, (n,), 0, self.n_examples(), jnp.int32), knobs)
+
+    def output_mask(self, knobs):
+        return jnp.arange(self.n_classes) < knobs["modulus"]
+
+    def complexity_bits(self, knobs: dict[str, Any]) -> float:
+        return math.log2(int(knobs["modulus"]))
+
+    def chance(self, knobs: dict[str, Any]) -> float:
+        # The most frequent residue (r = 0) occurs ceil(M / N) times among M = base^digits.
+        m, n = self.n_examples(), int(knobs["modulus"])
+        return math.ceil(m / n) / m
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], knob_grid: dict[str, list]) -> Modulo:
+        moduli = [cfg["modulus"], *knob_grid.get("modulus", ())]
+        return cls(**{**cfg, "max_modulus": max(max(moduli), cfg.get("max_modulus", 0))})

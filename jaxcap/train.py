@@ -1,0 +1,224 @@
+"""The population trainer: pure one-member functions that `jax.jit(jax.vmap(...))` turns into
+one XLA program for the whole population (purejaxrl's `make_train`, evosax's State/Params split).
+
+`make_train` returns `init_member(key_data, hparams) -> MemberState` and
+`run_chunk(state, hparams, data) -> (state, ChunkStats)`, a `lax.scan` over `chunk_steps`
+steps with no host synchronization. Per-member learning rate, weight decay and Adam β2 live in
+the optimizer state through `optax.inject_hyperparams`; the warmup/decay schedule is a shared
+unit shape times the member's peak learning rate. A member whose loss, gradient or parameters
+become non-finite keeps its last finite state and is marked `diverged`; it never touches the
+other members, which are computed independently under vmap.
+
+[1] Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization" (AdamW), arXiv:1711.05101.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxcap import losses
+from jaxcap.models import ModelConfig
+from jaxcap.models.transformer import init_params, make_apply
+from jaxcap.population import HParams
+from jaxcap.tasks import Split, Task
+
+# fold_in tags: what each of a member's derived keys is for
+KEY_INIT, KEY_DATA, KEY_TRAIN = 1, 2, 3
+
+
+@struct.dataclass
+class MemberState:
+    """Everything about one member that changes during training."""
+
+    step: jax.Array  # int32
+    params: dict
+    opt_state: Any
+    key: jax.Array  # uint32 key data, portable through checkpoints
+    diverged: jax.Array  # bool: a non-finite value appeared; frozen at its last finite state
+    frozen: jax.Array  # bool: stopped from outside (e.g. a pruned trial)
+
+
+@struct.dataclass
+class ChunkStats:
+    """Means over the steps of one chunk (steps a member did not update are excluded)."""
+
+    loss: jax.Array
+    grad_norm: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSettings:
+    """Static training choices (a change means a new compile)."""
+
+    steps: int = 1000
+    chunk_steps: int = 100
+    batch_size: int = 128
+    schedule: str = "constant"  # or "cosine": decay to 0 at `steps` after the warmup
+    b1: float = 0.9
+    eps: float = 1e-8
+    clip_norm: float = 0.0  # 0: no clipping
+    loss_scale: float = 1.0  # static loss scaling for float16 compute
+    eval_batch_size: int = 1024
+
+
+def unit_schedule(step: jax.Array, warmup: jax.Array, settings: TrainSettings) -> jax.Array:
+    """Linear warmup over the member's `warmup` steps, then constant or cosine to zero."""
+    step = step.astype(jnp.float32)
+    ramp = jnp.minimum(1.0, (step + 1.0) / jnp.maximum(warmup, 1.0))
+    if settings.schedule == "cosine":
+        return ramp * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(step / settings.steps, 1.0)))
+    return ramp
+
+
+def _decay_mask(params: dict) -> dict:
+    # Decay matrices only: biases, LayerNorm scales and offsets are not regularized.
+    return jax.tree.map(lambda p: p.ndim >= 2, params)
+
+
+def _all_finite(tree) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
+
+
+def make_optimizer(settings: TrainSettings) -> optax.GradientTransformation:
+    # `mask` is static: inject_hyperparams would otherwise call it as a schedule of the step count.
+    return optax.inject_hyperparams(optax.adamw, static_args=("mask",), hyperparam_dtype=jnp.float32)(
+        learning_rate=0.0, b1=settings.b1, b2=0.98, eps=settings.eps, weight_decay=0.0, mask=_decay_mask
+    )
+
+
+def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> tuple[Callable, Callable]:
+    """(init_member, run_chunk) for one member; vmap them for a population."""
+    apply_fn = make_apply(model_cfg)
+    tx = make_optimizer(settings)
+
+    def init_member(key_data: jax.Array, hp: HParams) -> MemberState:
+        key = jax.random.wrap_key_data(key_data)
+        params = init_params(model_cfg, jax.random.fold_in(key, KEY_INIT))
+        params = jax.tree.map(lambda p: p * hp.init_scale.astype(p.dtype) if p.ndim >= 2 else p, params)
+        opt_state = tx.init(params)
+        hyper = dict(opt_state.hyperparams, weight_decay=hp.weight_decay, b2=hp.b2)
+        return MemberState(
+            step=jnp.zeros((), jnp.int32),
+            params=params,
+            opt_state=opt_state._replace(hyperparams=hyper),
+            key=key_data,
+            diverged=jnp.zeros((), bool),
+            frozen=jnp.zeros((), bool),
+        )
+
+    def train_step(state: MemberState, hp: HParams, data: dict[str, Split]):
+        key = jax.random.fold_in(
+            jax.random.fold_in(jax.random.wrap_key_data(state.key), KEY_TRAIN), state.step
+        )
+        key_batch, key_dropout = jax.random.split(key)
+        batch = task.sample_batch(key_batch, data, hp.task, settings.batch_size)
+        mask = task.output_mask(hp.task)
+
+        def loss_fn(params):
+            logits = apply_fn(params, batch.inputs, hp.dropout, key_dropout)
+            loss = losses.train_loss(logits, batch.targets, batch.weights, mask, hp.label_smoothing)
+            return loss * settings.loss_scale
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        loss = loss / settings.loss_scale
+        grads = jax.tree.map(lambda g: g / settings.loss_scale, grads)
+        grad_norm = optax.tree.norm(grads)
+        if settings.clip_norm > 0:
+            factor = jnp.minimum(1.0, settings.clip_norm / (grad_norm + 1e-12))
+            grads = jax.tree.map(lambda g: g * factor.astype(g.dtype), grads)
+        lr = hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings)
+        opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
+        updates, new_opt = tx.update(grads, opt_state, state.params)
+        new_params = optax.apply_updates(state.params, updates)
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm) & _all_finite(new_params)
+        active = ~state.frozen & ~state.diverged
+        take = finite & active
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(take, a, b), new, old)  # noqa: E731
+        new_state = state.replace(
+            step=state.step + 1,
+            params=keep(new_params, state.params),
+            opt_state=keep(new_opt, state.opt_state),
+            diverged=state.diverged | (active & ~finite),
+        )
+        return new_state, (jnp.where(take, loss, 0.0), jnp.where(take, grad_norm, 0.0), take)
+
+    def run_chunk(state: MemberState, hp: HParams, data: dict[str, Split]):
+        state, (loss, grad_norm, took) = jax.lax.scan(
+            lambda s, _: train_step(s, hp, data), state, None, length=settings.chunk_steps
+        )
+        n = jnp.maximum(took.sum(), 1).astype(jnp.float32)
+        return state, ChunkStats(loss=loss.sum() / n, grad_norm=grad_norm.sum() / n)
+
+    return init_member, run_chunk
+
+
+def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> Callable:
+    """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split.
+
+    Each split is scored whole (up to the task's n_eval cap) in batches of `eval_batch_size`,
+    padded with zero-weight rows, inside a `lax.scan` so memory stays bounded.
+    """
+    apply_fn = make_apply(model_cfg)
+
+    def score(params, split: Split, mask) -> dict[str, jax.Array]:
+        size = min(settings.eval_batch_size, split.size)
+        n_batches = -(-split.size // size)
+        pad = n_batches * size - split.size
+        padded = jax.tree.map(lambda a: jnp.concatenate([a, jnp.zeros((pad,) + a.shape[1:], a.dtype)]), split)
+        batches = jax.tree.map(lambda a: a.reshape((n_batches, size) + a.shape[1:]), padded)
+
+        def body(total, batch: Split):
+            logits = apply_fn(params, batch.inputs)
+            sums = losses.eval_sums(logits, batch.targets, batch.weights, mask)
+            return jax.tree.map(jnp.add, total, sums), None
+
+        zeros = {
+            k: jnp.zeros((), jnp.float32)
+            for k in ("loss", "correct", "entropy", "weight", "exact", "examples")
+        }
+        total, _ = jax.lax.scan(body, zeros, batches)
+        return losses.finalize(total)
+
+    def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
+        mask = task.output_mask(hp.task)
+        out = {}
+        for name, split in task.eval_splits(data).items():
+            for metric, value in score(state.params, split, mask).items():
+                out[f"{name}_{metric}"] = value
+        return out
+
+    return evaluate
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationProgram:
+    """The compiled population functions: every argument and result has P on axis 0."""
+
+    init: Callable  # (key_data_P, hparams_P) -> state_P
+    data: Callable  # (key_data_P, hparams_P) -> data_P
+    chunk: Callable  # (state_P, hparams_P, data_P) -> (state_P, ChunkStats_P); donates state_P
+    evaluate: Callable  # (state_P, hparams_P, data_P) -> {metric: [P]}
+
+
+def make_population(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> PopulationProgram:
+    """`jax.jit(jax.vmap(...))` of the one-member functions; the population is axis 0."""
+    init_member, run_chunk = make_train(settings, task, model_cfg)
+    evaluate = make_evaluate(settings, task, model_cfg)
+
+    def member_data(key_data, hp: HParams):
+        key = jax.random.fold_in(jax.random.wrap_key_data(key_data), KEY_DATA)
+        return task.make_data(key, hp.task)
+
+    return PopulationProgram(
+        init=jax.jit(jax.vmap(init_member)),
+        data=jax.jit(jax.vmap(member_data)),
+        chunk=jax.jit(jax.vmap(run_chunk), donate_argnums=0),
+        evaluate=jax.jit(jax.vmap(evaluate)),
+    )

@@ -1,0 +1,56 @@
+"""Every config file and variant validates; validation catches what a run could not do."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from jaxcap.config import base_config, parse_arg, validate
+from jaxcap.validate import ConfigError
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.py"))
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("variant", [None, "smoke", "full"])
+def test_every_config_variant_validates(path, variant):
+    module = _load(path)
+    assert module.__doc__ and "python -m jaxcap.launch" in module.__doc__  # the command is documented
+    validate(module.get_config(variant))
+
+
+def test_unknown_variant_is_named():
+    with pytest.raises(ConfigError, match="config variant: got 'fast'; allowed: smoke, full"):
+        parse_arg("fast")
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda c: c.model.update(readout="all"), "config.model.readout: got 'all'; allowed for task modulo"),
+        (lambda c: c.model.update(d_model=15), "config.model.d_model: got 15; allowed: even"),
+        (lambda c: c.hparams.update(dropout=1.0), "config.hparams.dropout: got 1.0; allowed: below 1.0"),
+        (
+            lambda c: c.sweep.hparams.update(learning_rate=(1e-3, -1.0)),
+            r"config.sweep.hparams.learning_rate\[1\]",
+        ),
+        (lambda c: c.task.update(train_fraction=0.99999), "leaves 10000 train and 0 val"),
+        (
+            lambda c: c.train.update(schedule="linear"),
+            "config.train.schedule: got 'linear'; allowed: constant, cosine",
+        ),
+    ],
+)
+def test_validation_messages(edit, message):
+    c = base_config("modulo")
+    c.task.digits = 4
+    edit(c)
+    with pytest.raises(ConfigError, match=message):
+        validate(c)

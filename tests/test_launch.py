@@ -1,0 +1,122 @@
+"""The real entry point on the smoke config: end to end, finished-run detection, kill-and-resume
+with identical results, and one-line config errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ["--config", "configs/modmod.py:smoke"]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+# Runs the launch in a child process that dies (os._exit, like SIGKILL: nothing is flushed or
+# closed) after the evals of chunk 3 were appended, before their checkpoint. Checkpoints are
+# asynchronous; orbax starts a save only after the previous one committed, so step 10 is on
+# disk for certain and step 20 may or may not be.
+KILLER = """
+import os, sys
+import jaxcap.store as store
+appended = 0
+original = store.Store.append_evals
+def append_then_die(self, *a, **k):
+    global appended
+    original(self, *a, **k)
+    appended += 1
+    if appended == 3:
+        os._exit(137)
+store.Store.append_evals = append_then_die
+from absl import app
+from jaxcap import launch
+sys.argv = ["launch", *sys.argv[1:]]
+app.run(launch.main, flags_parser=launch._parse)
+"""
+
+
+def launch(*args, killer=False, check=True):
+    cmd = [sys.executable, "-c", KILLER] if killer else [sys.executable, "-m", "jaxcap.launch"]
+    out = subprocess.run(cmd + list(args), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    if check and out.returncode != 0:
+        raise AssertionError(f"exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return out
+
+
+def _rows(workdir):
+    rows = [json.loads(line) for line in (Path(workdir) / "members.jsonl").read_text().splitlines()]
+    for row in rows:
+        row.pop("model")
+    return rows
+
+
+def test_smoke_end_to_end_then_finished(tmp_path):
+    out = launch(*SMOKE, "--workdir", str(tmp_path))
+    assert "modulus" in out.stdout and "median" in out.stdout  # the table
+    for name in ("config.json", "members.jsonl", "evals.jsonl", "curves.zarr", "accuracy_vs_complexity.png"):
+        assert (tmp_path / name).exists(), name
+    rows = _rows(tmp_path)
+    assert len(rows) == 6 and {r["knobs"]["modulus"] for r in rows} == {5, 7, 10}
+    assert all(r["status"] == "ok" and r["complexity_bits"] > 0 and 0 < r["chance"] < 1 for r in rows)
+    evals = (tmp_path / "evals.jsonl").read_text().splitlines()
+    assert len(evals) == 6 * 4  # members x (40 steps / 10 per chunk)
+    again = launch(*SMOKE, "--workdir", str(tmp_path))
+    assert "finished" in again.stdout
+
+
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    launch(*SMOKE, "--workdir", str(straight))
+    dead = launch(*SMOKE, "--workdir", str(killed), killer=True, check=False)
+    assert dead.returncode == 137, dead.stderr[-2000:]
+    assert not (killed / "members.jsonl").exists()
+    assert len((killed / "evals.jsonl").read_text().splitlines()) == 18  # 3 evals, at most 2 checkpointed
+    resumed = launch(*SMOKE, "--workdir", str(killed))
+    assert "resuming from step 10" in resumed.stdout or "resuming from step 20" in resumed.stdout
+    assert _rows(straight) == _rows(killed)
+    assert (straight / "evals.jsonl").read_text() == (killed / "evals.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("--config.model.norm=layer", "config.model.norm: got 'layer'; allowed: pre, post, none"),
+        ("--config.model.nrom=pre", "config.model.nrom: unknown field; fields of config.model:"),
+        (
+            "--config.train.steps=45",
+            "config.train.steps: got 45; allowed: a multiple of config.train.chunk_steps",
+        ),
+        ("--config.train.batch_size=abc", "config.train.batch_size"),
+        ("--config.sweep.task.modulus=(5,1)", "config.sweep.task.modulus[1]: got 1"),
+        ("--config.task.digits=12", "config.task.digits: base^digits"),
+    ],
+)
+def test_bad_config_is_one_line_before_compiling(tmp_path, override, message):
+    out = launch(*SMOKE, override, "--workdir", str(tmp_path / "w"), check=False)
+    assert out.returncode != 0
+    lines = [line for line in out.stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "w" / "ckpt").exists()
+
+
+def test_workdir_of_another_config_is_refused(tmp_path):
+    launch(*SMOKE, "--workdir", str(tmp_path))
+    out = launch(*SMOKE, "--config.seed=3", "--workdir", str(tmp_path), check=False)
+    assert out.returncode != 0 and "different config (config.seed: 0 in the workdir, 3 now)" in out.stderr
+
+
+def test_inspect_notebook_runs_on_a_smoke_workdir(tmp_path, monkeypatch):
+    """The notebook only reads results: execute its code cells against a fresh smoke run."""
+    launch(*SMOKE, "--workdir", str(tmp_path))
+    monkeypatch.setenv("JAXCAP_WORKDIR", str(tmp_path))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    notebook = json.loads((ROOT / "notebooks" / "inspect_run.ipynb").read_text())
+    namespace = {}
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            exec("".join(cell["source"]), namespace)  # noqa: S102
+    assert len(namespace["rows"]) == 6 and namespace["curves"].shape[:2] == (6, 4)

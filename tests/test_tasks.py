@@ -1,0 +1,127 @@
+"""Every task: deterministic in its key, shapes and vocabulary in bounds, labels equal to a slow
+Python reference."""
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcap import tasks
+from jaxcap.tasks.binop import operation_table
+
+SMALL = {
+    "modulo": {"name": "modulo", "modulus": 7, "base": 3, "digits": 4, "train_fraction": 0.5, "n_eval": 50},
+    "binop": {"name": "binop", "operation": "sub", "p": 7, "train_fraction": 0.5, "n_eval": 50},
+}
+
+
+def test_every_registered_task_has_a_small_case():
+    assert set(SMALL) == set(tasks.TASKS)
+
+
+def _knobs(task):
+    return {k: jnp.asarray(v) for k, v in task.default_knobs().items()}
+
+
+@pytest.mark.parametrize("name", sorted(tasks.TASKS))
+def test_deterministic_in_key_and_in_bounds(name):
+    task = tasks.build(SMALL[name])
+    spec = task.spec
+    a = task.make_data(jax.random.key(0), _knobs(task))
+    b = task.make_data(jax.random.key(0), _knobs(task))
+    c = task.make_data(jax.random.key(1), _knobs(task))
+    jax.tree.map(np.testing.assert_array_equal, a, b)
+    assert not np.array_equal(a["train"].inputs, c["train"].inputs)
+    n_train, n_val = task.split_sizes()
+    assert a["train"].size == n_train and a["val"].size == n_val
+    for split in a.values():
+        assert split.inputs.shape[1] == spec.seq_len
+        assert split.inputs.min() >= 0 and split.inputs.max() < spec.vocab_size
+        assert split.targets.min() >= 0 and split.targets.max() < spec.n_outputs
+    batch = task.sample_batch(jax.random.key(2), a, _knobs(task), 8)
+    assert batch.inputs.shape == (8, spec.seq_len)
+    # train and val are disjoint and together cover every example exactly once
+    rows = {tuple(r) for r in np.asarray(a["train"].inputs)} | {tuple(r) for r in np.asarray(a["val"].inputs)}
+    assert len(rows) == n_train + n_val == task.n_examples()
+    assert 0 < task.chance(task.default_knobs()) <= 1
+    assert task.complexity_bits(task.default_knobs()) > 0
+
+
+def _python_digits(x, base, digits):
+    out = []
+    for _ in range(digits):
+        out.append(x % base)
+        x //= base
+    return out[::-1]
+
+
+@pytest.mark.parametrize("modulus", [2, 5, 7, 64])
+def test_modulo_labels_match_python(modulus):
+    task = tasks.build({**SMALL["modulo"], "modulus": modulus, "base": 5, "digits": 3})
+    split = task.examples({"modulus": jnp.int32(modulus)})
+    for x, (inputs, target) in enumerate(zip(np.asarray(split.inputs), np.asarray(split.targets))):
+        assert list(inputs) == _python_digits(x, 5, 3) + [5]
+        assert target == x % modulus
+    m = 5**3
+    assert task.chance({"modulus": modulus}) == pytest.approx(
+        max(sum(1 for x in range(m) if x % modulus == r) for r in range(modulus)) / m
+    )
+    assert task.complexity_bits({"modulus": modulus}) == pytest.approx(math.log2(modulus))
+
+
+def test_modulo_stream_draws_fresh_labelled_examples():
+    task = tasks.build({**SMALL["modulo"], "train_fraction": 0.0})
+    assert task.is_stream
+    batch = task.sample_batch(jax.random.key(3), {}, {"modulus": jnp.int32(7)}, 64)
+    values = [int("".join(map(str, row[:-1])), 3) for row in np.asarray(batch.inputs)]
+    assert [v % 7 for v in values] == list(np.asarray(batch.targets))
+
+
+def test_modulo_output_mask_hides_classes_beyond_n():
+    task = tasks.build({**SMALL["modulo"], "modulus": 5}, {"modulus": [5, 11]})
+    assert task.spec.n_outputs == 11
+    assert list(np.asarray(task.output_mask({"modulus": jnp.int32(5)}))) == [True] * 5 + [False] * 6
+
+
+def _slow_binop(op, a, b, p):
+    if op == "add":
+        return (a + b) % p
+    if op == "sub":
+        return (a - b) % p
+    if op == "mul":
+        return (a * b) % p
+    if b == 0:
+        return None
+    for c in range(p):  # the c with c * b = a (mod p), by search
+        if (c * b) % p == a:
+            return c
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_binop_table_matches_python(op):
+    p = 13
+    table = operation_table(op, p, 0)
+    for a in range(p):
+        for b in range(p):
+            expected = _slow_binop(op, a, b, p)
+            assert table[a, b] == (-1 if expected is None else expected)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_permutation_composition_matches_python(k):
+    perms = list(itertools.permutations(range(k)))
+    table = operation_table("perm", 0, k)
+    for s, sigma in enumerate(perms):
+        for t, tau in enumerate(perms):
+            assert perms[table[s, t]] == tuple(sigma[tau[i]] for i in range(k))
+
+
+def test_binop_examples_are_the_table():
+    task = tasks.build({**SMALL["binop"], "operation": "div"})
+    split = task.examples({})
+    assert split.size == 7 * 6  # b = 0 is not in the domain
+    for (a, op, b, eq), y in zip(np.asarray(split.inputs), np.asarray(split.targets)):
+        assert (op, eq) == (7, 8) and (y * b) % 7 == a
