@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import sys
 import time
 
@@ -47,12 +48,13 @@ _SIZES = flags.DEFINE_list("sizes", ["1", "8", "64"], "Population sizes P.")
 _MAX_SEQUENTIAL = flags.DEFINE_integer("max_sequential", 64, "Largest P also timed one member after another.")
 _STEPS = flags.DEFINE_integer("steps", 20, "Steps per chunk (one lax.scan).")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed chunks per measurement (after one warm-up).")
+_TRIALS = flags.DEFINE_integer("trials", 3, "Alternating population / one-after-another rounds (medians).")
 _PRECISION = flags.DEFINE_string("matmul_precision", "default", "fp32 matmul precision (default: backend's).")
 
 
-def _members(p: int) -> list[Member]:
+def _members(p: int, knobs: dict) -> list[Member]:
     hp = {**DEFAULT_HPARAMS, "weight_decay": 0.1, "warmup_steps": 10.0}
-    return [Member(i, i, {**hp, "learning_rate": 1e-3 * (1 + i % 4)}, {}) for i in range(p)]
+    return [Member(i, i, {**hp, "learning_rate": 1e-3 * (1 + i % 4)}, knobs) for i in range(p)]
 
 
 def _compiled(program, members: list[Member]):
@@ -74,18 +76,34 @@ def _seconds(chunk, state, hp, data, repeats: int) -> float:
     return time.perf_counter() - start
 
 
-def measure(name: str, sizes: list[int], steps: int, repeats: int, max_sequential: int) -> list[dict]:
+def measure(
+    name: str, sizes: list[int], steps: int, repeats: int, trials: int, max_sequential: int
+) -> list[dict]:
+    """Rates for each P; population and one-after-another runs alternate over `trials` rounds and
+    the medians are reported, so a slow moment of a shared machine does not decide the ratio."""
     model_kw, batch, task_cfg = PRESETS[name]
     task = tasks.build(task_cfg)
     model = ModelConfig.for_task(task.spec, **model_kw)
-    settings = TrainSettings(steps=steps * (repeats + 1), chunk_steps=steps, batch_size=batch)
+    settings = TrainSettings(steps=steps * (repeats + 1), chunk_steps=steps, batch_size=batch, dropout=False)
     program = make_population(settings, task, model)
-    solo_chunk, *_ = _compiled(program, _members(1))
+    solo = _compiled(program, _members(1, task.default_knobs()))
     results = []
     for p in sorted(sizes):
-        members = _members(p)
-        chunk, state, hp, data, compile_s = _compiled(program, members)
-        rate = p * steps * repeats / _seconds(chunk, state, hp, data, repeats)
+        members = _members(p, task.default_knobs())
+        chunk, state, hp, data, compile_s = solo if p == 1 else _compiled(program, members)
+        population, sequential = [], []
+        for _ in range(trials):
+            keys, hp = stack(members, 0)
+            population.append(
+                p * steps * repeats / _seconds(chunk, program.init(keys, hp), hp, data, repeats)
+            )
+            if p <= max_sequential:  # the same P members, one after another, by the P = 1 program
+                total = 0.0
+                for member in members:
+                    keys, hp1 = stack([dataclasses.replace(member, index=0)], 0)
+                    total += _seconds(solo[0], program.init(keys, hp1), hp1, program.data(keys, hp1), repeats)
+                sequential.append(p * steps * repeats / total)
+        rate = statistics.median(population)
         row = {
             "model": name,
             "params": param_count(model),
@@ -95,16 +113,9 @@ def measure(name: str, sizes: list[int], steps: int, repeats: int, max_sequentia
             "population_model_steps_per_s": round(rate, 1),
             "ms_per_model_step": round(1000 / rate, 3),
         }
-        if p <= max_sequential:  # the same P members, one after another, by the P = 1 program
-            total = 0.0
-            for member in members:
-                keys, hp1 = stack([dataclasses.replace(member, index=0)], 0)
-                total += _seconds(solo_chunk, program.init(keys, hp1), hp1, program.data(keys, hp1), repeats)
-            sequential = p * steps * repeats / total
-            row.update(
-                sequential_model_steps_per_s=round(sequential, 1),
-                speedup_vs_sequential=round(rate / sequential, 3),
-            )
+        if sequential:
+            seq = statistics.median(sequential)
+            row.update(sequential_model_steps_per_s=round(seq, 1), speedup_vs_sequential=round(rate / seq, 3))
         results.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     return results
@@ -115,6 +126,7 @@ def main(argv):
     sizes = [int(s) for s in _SIZES.value]
     out = {
         "device": describe_devices(),
+        "trials": _TRIALS.value,
         "steps_per_chunk": _STEPS.value,
         "repeats": _REPEATS.value,
         "matmul_precision": _PRECISION.value,
@@ -124,7 +136,9 @@ def main(argv):
         for name in _MODELS.value:
             if name not in PRESETS:
                 raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
-            out["results"] += measure(name, sizes, _STEPS.value, _REPEATS.value, _MAX_SEQUENTIAL.value)
+            out["results"] += measure(
+                name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _MAX_SEQUENTIAL.value
+            )
     print(json.dumps(out, indent=1))
 
 

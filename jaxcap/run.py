@@ -45,7 +45,7 @@ def model_config(model: ml_collections.ConfigDict, spec: tasks.TaskSpec) -> Mode
     return ModelConfig.for_task(spec, **{name: model[name] for name in MODEL_FIELDS})
 
 
-def train_settings(config: ml_collections.ConfigDict) -> TrainSettings:
+def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> TrainSettings:
     t = config.train
     return TrainSettings(
         steps=t.steps,
@@ -57,6 +57,7 @@ def train_settings(config: ml_collections.ConfigDict) -> TrainSettings:
         clip_norm=t.clip_norm,
         loss_scale=t.loss_scale,
         eval_batch_size=config.eval.batch_size,
+        dropout=any(m.hparams["dropout"] > 0 for m in members),
     )
 
 
@@ -70,7 +71,9 @@ def plan(config: ml_collections.ConfigDict) -> list[Bucket]:
         config.sweep.task.to_dict(),
         config.sweep.seeds,
     )
-    return [Bucket("b0", task, model_config(config.model, task.spec), train_settings(config), members)]
+    return [
+        Bucket("b0", task, model_config(config.model, task.spec), train_settings(config, members), members)
+    ]
 
 
 def _fresh_cursor(n: int) -> dict:

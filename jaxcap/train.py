@@ -65,6 +65,7 @@ class TrainSettings:
     eps: float = 1e-8
     clip_norm: float = 0.0  # 0: no clipping
     loss_scale: float = 1.0  # static loss scaling for float16 compute
+    dropout: bool = True  # False: no member uses dropout, so no masks are drawn at all
     eval_batch_size: int = 1024
 
 
@@ -80,10 +81,6 @@ def unit_schedule(step: jax.Array, warmup: jax.Array, settings: TrainSettings) -
 def _decay_mask(params: dict) -> dict:
     # Decay matrices only: biases, LayerNorm scales and offsets are not regularized.
     return jax.tree.map(lambda p: p.ndim >= 2, params)
-
-
-def _all_finite(tree) -> jax.Array:
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
 
 
 def make_optimizer(settings: TrainSettings) -> optax.GradientTransformation:
@@ -122,7 +119,7 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         mask = task.output_mask(hp.task)
 
         def loss_fn(params):
-            logits = apply_fn(params, batch.inputs, hp.dropout, key_dropout)
+            logits = apply_fn(params, batch.inputs, hp.dropout, key_dropout if settings.dropout else None)
             loss = losses.train_loss(logits, batch.targets, batch.weights, mask, hp.label_smoothing)
             return loss * settings.loss_scale
 
@@ -137,14 +134,16 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
         updates, new_opt = tx.update(grads, opt_state, state.params)
         new_params = optax.apply_updates(state.params, updates)
-        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm) & _all_finite(new_params)
+        # Finite loss and gradients keep parameters finite (Adam's step is bounded by the lr), so
+        # two scalar checks replace a pass over every parameter. Only the parameters are guarded:
+        # a diverged or frozen member never updates again, so its optimizer state may go stale.
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         active = ~state.frozen & ~state.diverged
         take = finite & active
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(take, a, b), new, old)  # noqa: E731
         new_state = state.replace(
             step=state.step + 1,
-            params=keep(new_params, state.params),
-            opt_state=keep(new_opt, state.opt_state),
+            params=jax.tree.map(lambda new, old: jnp.where(take, new, old), new_params, state.params),
+            opt_state=new_opt,
             diverged=state.diverged | (active & ~finite),
         )
         return new_state, (jnp.where(take, loss, 0.0), jnp.where(take, grad_norm, 0.0), take)
