@@ -61,9 +61,9 @@ def base_config(task: str) -> ml_collections.ConfigDict:
         )
     )
     c.hparams = ml_collections.ConfigDict(DEFAULT_HPARAMS)
-    knobs = tasks.TASKS[task]().spec.knobs
+    spec = tasks.TASKS[task]().spec
     c.sweep = ml_collections.ConfigDict(
-        dict(seeds=1, hparams={n: () for n in HPARAM_NAMES}, task={k: () for k in knobs})
+        dict(seeds=1, hparams={n: () for n in HPARAM_NAMES}, task={k: () for k in spec.knobs}, buckets=())
     )
     c.train = ml_collections.ConfigDict(
         dict(
@@ -78,7 +78,9 @@ def base_config(task: str) -> ml_collections.ConfigDict:
             matmul_precision="highest",
         )
     )
-    c.eval = ml_collections.ConfigDict(dict(batch_size=1024, train_threshold=0.99, val_threshold=0.99))
+    # steps-to-threshold on the task's primary metric (accuracy 0.99; lower is better for NMSE)
+    thr = spec.step_threshold
+    c.eval = ml_collections.ConfigDict(dict(batch_size=1024, train_threshold=thr, val_threshold=thr))
     c.runtime = ml_collections.ConfigDict(
         dict(checkpoint_every=1, progress=True, compilation_cache="default")
     )
@@ -114,6 +116,7 @@ def schema(config) -> dict:
         "hparams": dict(HPARAM_RULES),
         "sweep": {
             "seeds": Int(1, 100_000),
+            "buckets": TupleOf(Str()),
             "hparams": {n: TupleOf(rule) for n, rule in HPARAM_RULES.items()},
             "task": {k: TupleOf(task_cls.SCHEMA[k]) for k in task_cls().spec.knobs},
         },
@@ -128,14 +131,13 @@ def schema(config) -> dict:
             "loss_scale": Float(1e-8),
             "matmul_precision": Choice(MATMUL_PRECISIONS),
         },
-        "eval": {"batch_size": Int(1), "train_threshold": Float(0.0, 1.0), "val_threshold": Float(0.0, 1.0)},
+        "eval": {"batch_size": Int(1), "train_threshold": Float(0.0), "val_threshold": Float(0.0)},
         "runtime": {"checkpoint_every": Int(1), "progress": Bool(), "compilation_cache": Str()},
     }
 
 
-def validate(config) -> None:
-    """Raise ConfigError (one line naming the field) for anything a run could not do."""
-    check_tree("config", config, schema(config))
+def _check_variant(config) -> None:
+    """Cross-field checks of one bucket's config."""
     if config.train.steps % config.train.chunk_steps:
         raise ConfigError(
             f"config.train.steps: got {config.train.steps}; allowed: a multiple of "
@@ -150,9 +152,23 @@ def validate(config) -> None:
     for knob, values in config.sweep.task.items():
         for value in values:
             tasks.build({**config.task.to_dict(), knob: value}).check()
-    readouts = {"classify": ("auto", "last", "mean"), "sequence": ("auto", "all")}[task.spec.kind]
+    readouts = {"sequence": ("auto", "all")}.get(task.spec.kind, ("auto", "last", "mean"))
     if config.model.readout not in readouts:
         raise ConfigError(
             f"config.model.readout: got {config.model.readout!r}; allowed for task "
             f"{task.spec.family} ({task.spec.kind}): {', '.join(readouts)}"
         )
+
+
+def validate(config) -> None:
+    """Raise ConfigError (one line naming the field) for anything a run could not do."""
+    from jaxcap.plan import bucket_configs  # plan imports the trainer; keep `config` light
+
+    check_tree("config", config, schema(config))
+    for i, (label, variant) in enumerate(bucket_configs(config)):
+        try:
+            if label:
+                check_tree("config", variant, schema(variant))
+            _check_variant(variant)
+        except ConfigError as e:
+            raise ConfigError(f"config.sweep.buckets[{i}] ({label}): {e}" if label else str(e)) from None

@@ -1,11 +1,19 @@
-"""Training objective and evaluation sums for classification-style outputs.
+"""Training objectives and evaluation sums, one `Objective` per output kind.
 
-Logits are [..., C] float32; targets are integer classes with the same leading shape; weights
-say which positions are scored. A per-member class mask (e.g. x mod N with N below the head
+classify / sequence: logits [..., C] float32, integer targets with the same leading shape,
+weights saying which positions are scored; a per-member class mask (x mod N below the head
 size) removes classes that do not exist for that member from the softmax.
+regress: outputs [B, K] float32 against float targets [B, K]; the metric is the normalized MSE,
+NMSE = MSE / Var(y) over the scored set, so 1.0 is the best constant predictor.
+
+Evaluation accumulates sums over batches (`sums`), then turns them into means (`finalize`),
+so a split of any size is scored exactly in fixed-size batches.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +27,7 @@ def masked(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
     return jnp.where(mask.reshape((1,) * (logits.ndim - 1) + mask.shape), logits, _NEG)
 
 
-def train_loss(logits, targets, weights, mask, label_smoothing) -> jax.Array:
+def classify_loss(logits, targets, weights, mask, label_smoothing) -> jax.Array:
     """Weighted mean cross-entropy with label smoothing spread over the member's valid classes."""
     logits = masked(logits, mask)
     n_classes = logits.shape[-1]
@@ -33,7 +41,7 @@ def train_loss(logits, targets, weights, mask, label_smoothing) -> jax.Array:
     return (ce * weights).sum() / jnp.maximum(weights.sum(), 1.0)
 
 
-def eval_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
+def classify_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
     """Sums over a batch: loss (nats), correct, entropy (bits), scored weight, exact examples.
 
     `exact` counts examples whose every scored position is right (the sequence metric); for
@@ -46,8 +54,9 @@ def eval_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
     entropy_bits = -(jnp.exp(log_probs) * log_probs).sum(-1) / jnp.log(2.0)
     scored = weights > 0
     if targets.ndim > 1:
-        example_ok = jnp.all(jnp.where(scored, right > 0, True), axis=tuple(range(1, targets.ndim)))
-        example_in = jnp.any(scored, axis=tuple(range(1, targets.ndim)))
+        axes = tuple(range(1, targets.ndim))
+        example_ok = jnp.all(jnp.where(scored, right > 0, True), axis=axes)
+        example_in = jnp.any(scored, axis=axes)
     else:
         example_ok, example_in = right > 0, scored
     return {
@@ -60,8 +69,7 @@ def eval_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
     }
 
 
-def finalize(sums: dict[str, jax.Array]) -> dict[str, jax.Array]:
-    """Means from eval sums: loss, accuracy, entropy (bits), exact match."""
+def classify_finalize(sums: dict[str, jax.Array]) -> dict[str, jax.Array]:
     w = jnp.maximum(sums["weight"], 1e-9)
     return {
         "loss": sums["loss"] / w,
@@ -69,3 +77,60 @@ def finalize(sums: dict[str, jax.Array]) -> dict[str, jax.Array]:
         "entropy": sums["entropy"] / w,
         "exact": sums["exact"] / jnp.maximum(sums["examples"], 1e-9),
     }
+
+
+def regress_loss(outputs, targets, weights, mask, label_smoothing) -> jax.Array:
+    """Weighted mean squared error (mean over output dimensions); mask/smoothing do not apply."""
+    del mask, label_smoothing
+    se = ((outputs - targets) ** 2).mean(-1)
+    return (se * weights).sum() / jnp.maximum(weights.sum(), 1.0)
+
+
+def regress_sums(outputs, targets, weights, mask) -> dict[str, jax.Array]:
+    del mask
+    w = weights[:, None]
+    return {
+        "se": (((outputs - targets) ** 2) * w).sum(),
+        "y": (targets * w).sum(0),
+        "y2": ((targets**2) * w).sum(0),
+        "weight": weights.sum(),
+    }
+
+
+def regress_finalize(sums: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    w = jnp.maximum(sums["weight"], 1e-9)
+    k = sums["y"].shape[0]
+    mse = sums["se"] / (w * k)
+    variance = (sums["y2"] / w - (sums["y"] / w) ** 2).mean()
+    return {"loss": mse, "nmse": mse / jnp.maximum(variance, 1e-12)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    loss: Callable  # (outputs, targets, weights, mask, label_smoothing) -> scalar
+    sums: Callable  # (outputs, targets, weights, mask) -> {name: array}
+    finalize: Callable  # sums -> {metric: scalar}
+    zeros: Callable  # (n_outputs) -> sums of an empty set
+
+
+def _classify_zeros(n_outputs: int) -> dict[str, jax.Array]:
+    return {
+        k: jnp.zeros((), jnp.float32) for k in ("loss", "correct", "entropy", "weight", "exact", "examples")
+    }
+
+
+def _regress_zeros(n_outputs: int) -> dict[str, jax.Array]:
+    return {
+        "se": jnp.zeros((), jnp.float32),
+        "y": jnp.zeros((n_outputs,), jnp.float32),
+        "y2": jnp.zeros((n_outputs,), jnp.float32),
+        "weight": jnp.zeros((), jnp.float32),
+    }
+
+
+_CLASSIFY = Objective(classify_loss, classify_sums, classify_finalize, _classify_zeros)
+OBJECTIVES = {
+    "classify": _CLASSIFY,
+    "sequence": _CLASSIFY,
+    "regress": Objective(regress_loss, regress_sums, regress_finalize, _regress_zeros),
+}

@@ -12,68 +12,25 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import ml_collections
 import numpy as np
 from tqdm import tqdm
 
-from jaxcap import summary, tasks
+from jaxcap import summary
 from jaxcap.checkpoint import PopulationCheckpoints
 from jaxcap.config import validate
-from jaxcap.models import ModelConfig, param_count
-from jaxcap.models.config import MODEL_FIELDS
-from jaxcap.population import HPARAM_NAMES, Member, grid_members, stack
+from jaxcap.models import param_count
+from jaxcap.plan import Bucket, plan
+from jaxcap.population import HPARAM_NAMES, stack
 from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
-from jaxcap.store import Store
-from jaxcap.tasks import Task
-from jaxcap.train import PopulationProgram, TrainSettings, make_population
+from jaxcap.store import Store, write_atomic
+from jaxcap.train import PopulationProgram, make_population
 
-
-@dataclasses.dataclass
-class Bucket:
-    """Everything static about one population: one bucket = one compile."""
-
-    name: str
-    task: Task
-    model: ModelConfig
-    settings: TrainSettings
-    members: list[Member]
-
-
-def model_config(model: ml_collections.ConfigDict, spec: tasks.TaskSpec) -> ModelConfig:
-    return ModelConfig.for_task(spec, **{name: model[name] for name in MODEL_FIELDS})
-
-
-def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> TrainSettings:
-    t = config.train
-    return TrainSettings(
-        steps=t.steps,
-        chunk_steps=t.chunk_steps,
-        batch_size=t.batch_size,
-        schedule=t.schedule,
-        b1=t.b1,
-        eps=t.eps,
-        clip_norm=t.clip_norm,
-        loss_scale=t.loss_scale,
-        eval_batch_size=config.eval.batch_size,
-        dropout=any(m.hparams["dropout"] > 0 for m in members),
-    )
-
-
-def plan(config: ml_collections.ConfigDict) -> list[Bucket]:
-    """The buckets of a config: here one, the grid of task knobs x hparams x seeds."""
-    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
-    members = grid_members(
-        config.hparams.to_dict(),
-        config.sweep.hparams.to_dict(),
-        task.default_knobs(),
-        config.sweep.task.to_dict(),
-        config.sweep.seeds,
-    )
-    return [
-        Bucket("b0", task, model_config(config.model, task.spec), train_settings(config, members), members)
-    ]
+StopFn = Callable[[dict], bool]
 
 
 def _fresh_cursor(n: int) -> dict:
@@ -82,18 +39,22 @@ def _fresh_cursor(n: int) -> dict:
         "n_evals": 0,
         "first_train": [None] * n,
         "first_val": [None] * n,
-        "best_val": [0.0] * n,
+        "best_val": [None] * n,
         "last": {},
     }
 
 
-def _update_cursor(cursor: dict, step: int, host: dict[str, np.ndarray], eval_cfg) -> None:
+def _update_cursor(cursor: dict, step: int, host: dict[str, np.ndarray], spec, eval_cfg) -> None:
+    """Record thresholds crossed and the best validation value of the task's primary metric."""
+    train, val = host[f"train_{spec.metric}"], host[f"val_{spec.metric}"]
     for i in range(len(cursor["first_train"])):
-        if cursor["first_train"][i] is None and host["train_accuracy"][i] >= eval_cfg.train_threshold:
+        if cursor["first_train"][i] is None and spec.reached(float(train[i]), eval_cfg.train_threshold):
             cursor["first_train"][i] = step
-        if cursor["first_val"][i] is None and host["val_accuracy"][i] >= eval_cfg.val_threshold:
+        if cursor["first_val"][i] is None and spec.reached(float(val[i]), eval_cfg.val_threshold):
             cursor["first_val"][i] = step
-        cursor["best_val"][i] = max(cursor["best_val"][i], float(host["val_accuracy"][i]))
+        best = cursor["best_val"][i]
+        if np.isfinite(val[i]) and (best is None or spec.reached(float(val[i]), best)):
+            cursor["best_val"][i] = float(val[i])
     cursor["last"] = {k: [float(x) for x in v] for k, v in host.items()}
     cursor["step"], cursor["n_evals"] = step, cursor["n_evals"] + 1
 
@@ -109,6 +70,7 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
         rows.append(
             {
                 "bucket": bucket.name,
+                "bucket_label": bucket.label,
                 "member": i,
                 "seed": member.seed,
                 "trial": member.trial,
@@ -120,9 +82,11 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
                 "chance": bucket.task.chance(member.knobs),
                 "success_metric": spec.success_metric,
                 "success_threshold": spec.success_threshold,
-                "success": bool(status == "ok" and value is not None and value >= spec.success_threshold),
+                "higher_is_better": spec.higher_is_better,
+                "success": status == "ok" and spec.reached(value, spec.success_threshold),
                 "final": final,
-                "best_val_accuracy": cursor["best_val"][i],
+                "metric": spec.metric,
+                "best_val": cursor["best_val"][i],
                 "steps_to_train_threshold": cursor["first_train"][i],
                 "steps_to_val_threshold": cursor["first_val"][i],
                 "steps": cursor["step"],
@@ -133,23 +97,33 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
     return rows
 
 
-def host_metrics(program: PopulationProgram, state, stats, hparams, data) -> dict[str, np.ndarray]:
+def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) -> dict[str, np.ndarray]:
     metrics = program.evaluate(state, hparams, data)
     metrics = {**metrics, "chunk_loss": stats.loss, "grad_norm": stats.grad_norm, "diverged": state.diverged}
     host = {k: np.asarray(v, np.float64) for k, v in jax.device_get(metrics).items()}
-    host["gap"] = host["train_accuracy"] - host["val_accuracy"]
+    # generalization gap: how much better the primary metric is on train than on val
+    gap = host[f"train_{spec.metric}"] - host[f"val_{spec.metric}"]
+    host["gap"] = gap if spec.higher_is_better else -gap
     return host
 
 
-def train_bucket(bucket: Bucket, config: ml_collections.ConfigDict, store: Store) -> list[dict]:
-    """Train one bucket's population to the end (resuming if a checkpoint exists)."""
-    settings, members = bucket.settings, bucket.members
+def train_bucket(
+    bucket: Bucket, store: Store, runtime: ml_collections.ConfigDict, stop_fn: StopFn | None = None
+) -> list[dict]:
+    """Train one bucket's population to the end, resuming if a checkpoint exists.
+
+    `stop_fn(cursor)` is asked after every eval; True ends training early (e.g. once a curve has
+    flattened). The decision is checkpointed, so a resumed run stops at the same point.
+    """
+    config, settings, members = bucket.config, bucket.settings, bucket.members
+    spec = bucket.task.spec
     program = make_population(settings, bucket.task, bucket.model)
     keys, hparams = stack(members, config.seed)
     abstract = jax.eval_shape(program.init, keys, hparams)
     state_mb = sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(abstract)) / 2**20
+    label = f" {bucket.label}" if bucket.label else ""
     print(
-        f"[{bucket.name}] {len(members)} members x {param_count(bucket.model):,} params "
+        f"[{bucket.name}{label}] {len(members)} members x {param_count(bucket.model):,} params "
         f"({bucket.model.describe()}); population state {state_mb:.1f} MiB",
         flush=True,
     )
@@ -170,20 +144,23 @@ def train_bucket(bucket: Bucket, config: ml_collections.ConfigDict, store: Store
         initial=cursor["step"],
         unit="step",
         desc=bucket.name,
-        disable=not config.runtime.progress,
+        disable=not runtime.progress,
         dynamic_ncols=True,
     )
-    for chunk in range(cursor["step"] // settings.chunk_steps, n_chunks):
+    chunk = cursor["step"] // settings.chunk_steps
+    while chunk < n_chunks and not cursor.get("stopped"):
         state, stats = program.chunk(state, hparams, data)
-        host = host_metrics(program, state, stats, hparams, data)
-        step = (chunk + 1) * settings.chunk_steps
-        _update_cursor(cursor, step, host, config.eval)
+        host = host_metrics(program, state, stats, hparams, data, spec)
+        chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
+        _update_cursor(cursor, step, host, spec, config.eval)
+        cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         store.append_evals(bucket.name, step, host)
-        if (chunk + 1) % config.runtime.checkpoint_every == 0 or chunk + 1 == n_chunks:
+        if chunk % runtime.checkpoint_every == 0 or chunk == n_chunks or cursor["stopped"]:
             ckpts.save(step, state, cursor)
         bar.update(settings.chunk_steps)
         bar.set_postfix(
-            val_acc=f"{np.median(host['val_accuracy']):.3f}", diverged=int(host["diverged"].sum())
+            {f"val_{spec.metric}": f"{np.median(host[f'val_{spec.metric}']):.3f}"},
+            diverged=int(host["diverged"].sum()),
         )
         if host["diverged"].all():
             ckpts.close()
@@ -202,34 +179,59 @@ def identity(config: ml_collections.ConfigDict) -> dict:
     return out
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> list[dict]:
-    """Run (or resume) the experiment of `config` in `workdir`; returns the members' rows."""
+def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn | None = None) -> list[Bucket]:
+    """Train every bucket of `config` that the store does not hold yet; returns the buckets."""
+    buckets = plan(config)
+    finished = store.finished_buckets()
+    if all(b.name in finished for b in buckets):
+        print(f"finished: {store.root} already holds this run's results", flush=True)
+    for bucket in buckets:
+        if bucket.name not in finished:
+            model = bucket.config.model
+            needs_x64 = "float64" in (model.param_dtype, model.compute_dtype)
+            with numerics(bucket.config.train.matmul_precision, needs_x64):
+                train_bucket(bucket, store, config.runtime, stop_fn)
+    return buckets
+
+
+def population_report(store: Store) -> list[Path]:
+    """report/: the per-level table (report.md) and the success-metric-vs-complexity figure."""
+    rows = store.member_rows()
+    table = summary.format_table(summary.levels(rows, HPARAM_NAMES))
+    store.report_path.mkdir(exist_ok=True)
+    figure = summary.plot_levels(rows, store.report_path / "accuracy_vs_complexity.png")
+    text = f"# {store.root.name}\n\n```\n{table}\n```\n\n![{figure.stem}]({figure.name})\n"
+    write_atomic(store.report_path / "report.md", text)
+    return [store.report_path / "report.md", figure]
+
+
+def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
+    """Train the grid, print the per-level table, write the report."""
+    start = time.time()
+    train_all(config, store)
+    rows = store.member_rows()
+    print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
+    written = population_report(store)
+    print(
+        f"wrote {store.members_path.name}, {store.evals_path.name}, {store.curves_path.name}, "
+        f"{', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root} "
+        f"({time.time() - start:.0f} s)",
+        flush=True,
+    )
+    return rows
+
+
+def run(config: ml_collections.ConfigDict, workdir: str):
+    """Run (or resume) the experiment of `config` in `workdir` (see jaxcap.experiments)."""
+    from jaxcap.experiments import EXPERIMENTS
+
     validate(config)
     store = Store(workdir)
     store.write_config(identity(config))
     if config.runtime.compilation_cache != "off":
-        enable_compilation_cache(
-            None if config.runtime.compilation_cache == "default" else config.runtime.compilation_cache
-        )
+        cache = config.runtime.compilation_cache
+        enable_compilation_cache(None if cache == "default" else cache)
     print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
     if config.note:
         print(f"note: {config.note}", flush=True)
-    needs_x64 = "float64" in (config.model.param_dtype, config.model.compute_dtype)
-    start = time.time()
-    with numerics(config.train.matmul_precision, needs_x64):
-        buckets = plan(config)
-        finished = store.finished_buckets()
-        if all(b.name in finished for b in buckets):
-            print(f"finished: {store.root} already holds this run's results", flush=True)
-        for bucket in buckets:
-            if bucket.name not in finished:
-                train_bucket(bucket, config, store)
-    rows = store.member_rows()
-    print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
-    figure = summary.plot_levels(rows, store.root / "accuracy_vs_complexity.png")
-    print(
-        f"wrote {store.members_path.name}, {store.evals_path.name}, {store.curves_path.name}, "
-        f"{figure.name} in {store.root} ({time.time() - start:.0f} s)",
-        flush=True,
-    )
-    return rows
+    return EXPERIMENTS[config.experiment].run(config, store)

@@ -77,6 +77,7 @@ class Store:
         self.evals_path = self.root / "evals.jsonl"
         self.curves_path = self.root / "curves.zarr"
         self.ckpt_path = self.root / "ckpt"
+        self.report_path = self.root / "report"
 
     # config --------------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:

@@ -33,17 +33,22 @@ def levels(rows: list[dict], hparam_names: tuple[str, ...]) -> list[dict]:
         for r in members:
             by_setting.setdefault(tuple(r["hparams"][n] for n in swept), []).append(r)
 
-        def score(rs):
+        sign = 1.0 if members[0]["higher_is_better"] else -1.0
+
+        def score(rs, sign=sign):
             ok = [r["final"][r["success_metric"]] for r in rs if r["status"] == "ok"]
-            return statistics.median(ok) if ok else -1.0
+            return sign * statistics.median(ok) if ok else -float("inf")
 
         setting, best = max(by_setting.items(), key=lambda kv: score(kv[1]))
         ok = [r for r in best if r["status"] == "ok"]
         values = [r["final"][r["success_metric"]] for r in ok]
         reached = [r["steps_to_val_threshold"] for r in ok if r["steps_to_val_threshold"] is not None]
         first = members[0]
+        median = statistics.median(values) if values else None
+        entropy = [r["final"]["val_entropy"] for r in ok if "val_entropy" in r["final"]]
         out.append(
             {
+                "bucket": first["bucket_label"] or first["bucket"],
                 "family": first["family"],
                 "knobs": first["knobs"],
                 "complexity_bits": first["complexity_bits"],
@@ -52,18 +57,19 @@ def levels(rows: list[dict], hparam_names: tuple[str, ...]) -> list[dict]:
                 "threshold": first["success_threshold"],
                 "best": dict(zip(swept, setting)),
                 "values": values,
-                "median": statistics.median(values) if values else None,
+                "median": median,
                 "min": min(values) if values else None,
                 "max": max(values) if values else None,
                 "steps_to_val": statistics.median(reached) if reached else None,
                 "n_reached": len(reached),
                 "n": len(best),
-                "entropy": statistics.median([r["final"]["val_entropy"] for r in ok]) if ok else None,
+                "entropy": statistics.median(entropy) if entropy else None,
                 "diverged": sum(r["status"] == "diverged" for r in members),
-                "learned": bool(values) and statistics.median(values) >= first["success_threshold"],
+                "higher_is_better": first["higher_is_better"],
+                "learned": median is not None and sign * median >= sign * first["success_threshold"],
             }
         )
-    return sorted(out, key=lambda lv: (lv["family"], lv["complexity_bits"]))
+    return sorted(out, key=lambda lv: (lv["bucket"], lv["family"], lv["complexity_bits"]))
 
 
 def _fmt(x, spec=".3f") -> str:
@@ -74,9 +80,12 @@ def format_table(levels_: list[dict]) -> str:
     """A fixed-width table: knobs, bits, median [min, max] of the success metric, steps, entropy."""
     if not levels_:
         return "(no finished members)"
-    knob_names = list(levels_[0]["knobs"])
-    best_names = list(levels_[0]["best"])
+    knob_names = list(dict.fromkeys(k for lv in levels_ for k in lv["knobs"]))
+    best_names = list(dict.fromkeys(k for lv in levels_ for k in lv["best"]))
+    buckets = list(dict.fromkeys(lv["bucket"] for lv in levels_))
+    bucket_col = ["bucket"] if len(buckets) > 1 else []
     head = [
+        *bucket_col,
         *knob_names,
         "bits",
         *best_names,
@@ -92,9 +101,10 @@ def format_table(levels_: list[dict]) -> str:
     for lv in levels_:
         lines.append(
             [
-                *(str(lv["knobs"][k]) for k in knob_names),
+                *([lv["bucket"]] if bucket_col else []),
+                *(str(lv["knobs"].get(k, "—")) for k in knob_names),
                 f"{lv['complexity_bits']:.2f}",
-                *(f"{lv['best'][n]:.3g}" for n in best_names),
+                *(_fmt(lv["best"].get(n), ".3g") for n in best_names),
                 _fmt(lv["median"]),
                 _fmt(lv["min"]),
                 _fmt(lv["max"]),
@@ -105,8 +115,8 @@ def format_table(levels_: list[dict]) -> str:
             ]
         )
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
-    metric = levels_[0]["metric"]
-    title = f"{levels_[0]['family']}: {metric} per level (best setting of {len(levels_[0]['values'])} seeds)"
+    families = ", ".join(dict.fromkeys(lv["family"] for lv in levels_))
+    title = f"{families}: {levels_[0]['metric']} per level (best setting; {levels_[0]['n']} seeds)"
     rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
     rows += [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
     return "\n".join([title, *rows])
@@ -153,7 +163,8 @@ def plot_levels(rows: list[dict], path: Path) -> Path:
     model = rows[0]["model"] if rows else {}
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(lvls[0]["metric"] if lvls else "metric")
-    ax.set_ylim(-0.02, 1.08)
+    top = max([1.0] + [v for lv in lvls for v in lv["values"]])
+    ax.set_ylim(-0.02, 1.08 * top)
     ax.set_title(
         f"{model.get('n_layers')} layers, d_model {model.get('d_model')}, {model.get('n_heads')} heads "
         f"({rows[0]['n_params']:,} params)"

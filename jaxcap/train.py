@@ -94,6 +94,7 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
     """(init_member, run_chunk) for one member; vmap them for a population."""
     apply_fn = make_apply(model_cfg)
     tx = make_optimizer(settings)
+    objective = losses.OBJECTIVES[task.spec.kind]
 
     def init_member(key_data: jax.Array, hp: HParams) -> MemberState:
         key = jax.random.wrap_key_data(key_data)
@@ -120,7 +121,7 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
 
         def loss_fn(params):
             logits = apply_fn(params, batch.inputs, hp.dropout, key_dropout if settings.dropout else None)
-            loss = losses.train_loss(logits, batch.targets, batch.weights, mask, hp.label_smoothing)
+            loss = objective.loss(logits, batch.targets, batch.weights, mask, hp.label_smoothing)
             return loss * settings.loss_scale
 
         loss, grads = jax.value_and_grad(loss_fn)(state.params)
@@ -165,6 +166,7 @@ def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -
     padded with zero-weight rows, inside a `lax.scan` so memory stays bounded.
     """
     apply_fn = make_apply(model_cfg)
+    objective = losses.OBJECTIVES[task.spec.kind]
 
     def score(params, split: Split, mask) -> dict[str, jax.Array]:
         size = min(settings.eval_batch_size, split.size)
@@ -175,15 +177,11 @@ def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -
 
         def body(total, batch: Split):
             logits = apply_fn(params, batch.inputs)
-            sums = losses.eval_sums(logits, batch.targets, batch.weights, mask)
+            sums = objective.sums(logits, batch.targets, batch.weights, mask)
             return jax.tree.map(jnp.add, total, sums), None
 
-        zeros = {
-            k: jnp.zeros((), jnp.float32)
-            for k in ("loss", "correct", "entropy", "weight", "exact", "examples")
-        }
-        total, _ = jax.lax.scan(body, zeros, batches)
-        return losses.finalize(total)
+        total, _ = jax.lax.scan(body, objective.zeros(model_cfg.n_outputs), batches)
+        return objective.finalize(total)
 
     def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
         mask = task.output_mask(hp.task)

@@ -54,7 +54,13 @@ def _rows(workdir):
 def test_smoke_end_to_end_then_finished(tmp_path):
     out = launch(*SMOKE, "--workdir", str(tmp_path))
     assert "modulus" in out.stdout and "median" in out.stdout  # the table
-    for name in ("config.json", "members.jsonl", "evals.jsonl", "curves.zarr", "accuracy_vs_complexity.png"):
+    for name in (
+        "config.json",
+        "members.jsonl",
+        "evals.jsonl",
+        "curves.zarr",
+        "report/accuracy_vs_complexity.png",
+    ):
         assert (tmp_path / name).exists(), name
     rows = _rows(tmp_path)
     assert len(rows) == 6 and {r["knobs"]["modulus"] for r in rows} == {5, 7, 10}
@@ -120,3 +126,13 @@ def test_inspect_notebook_runs_on_a_smoke_workdir(tmp_path, monkeypatch):
         if cell["cell_type"] == "code":
             exec("".join(cell["source"]), namespace)  # noqa: S102
     assert len(namespace["rows"]) == 6 and namespace["curves"].shape[:2] == (6, 4)
+
+
+def test_buckets_from_the_command_line(tmp_path):
+    out = launch(
+        *SMOKE, "--config.sweep.buckets=('model.n_layers=1','model.n_layers=2')", "--workdir", str(tmp_path)
+    )
+    rows = _rows(tmp_path)
+    assert {r["bucket"] for r in rows} == {"b0", "b1"} and len(rows) == 12
+    assert "bucket" in out.stdout and "model.n_layers=2" in out.stdout
+    assert (tmp_path / "curves.zarr" / "b1").exists()

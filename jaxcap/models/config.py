@@ -48,6 +48,7 @@ class ModelConfig:
     pos_encoding: str = "sinusoidal"
     attention: str = "bidirectional"
     readout: str = "last"
+    input_dim: int = 0  # > 0: a linear embedding of float input vectors instead of tokens
     param_dtype: str = "float32"
     compute_dtype: str = "float32"
 
@@ -56,7 +57,13 @@ class ModelConfig:
         """The model for a task's `TaskSpec`: its vocabulary, length, outputs and readout."""
         if fields.get("readout", "auto") == "auto":
             fields["readout"] = spec.readout
-        return cls(vocab_size=spec.vocab_size, seq_len=spec.seq_len, n_outputs=spec.n_outputs, **fields)
+        return cls(
+            vocab_size=spec.vocab_size,
+            seq_len=spec.seq_len,
+            n_outputs=spec.n_outputs,
+            input_dim=spec.input_dim,
+            **fields,
+        )
 
     @property
     def param_jnp_dtype(self) -> Any:
@@ -79,14 +86,16 @@ class ModelConfig:
 
 
 MODEL_FIELDS = tuple(
-    f.name for f in dataclasses.fields(ModelConfig) if f.name not in ("vocab_size", "seq_len", "n_outputs")
+    f.name
+    for f in dataclasses.fields(ModelConfig)
+    if f.name not in ("vocab_size", "seq_len", "n_outputs", "input_dim")
 )
 
 
 def param_count(cfg: ModelConfig) -> int:
     """Number of trainable parameters, counted from the shapes (checked against NNX in tests)."""
     d, hd = cfg.d_model, cfg.n_heads * cfg.d_head
-    n = cfg.vocab_size * d  # token embedding
+    n = cfg.input_dim * d + d if cfg.input_dim else cfg.vocab_size * d  # embedding
     if cfg.pos_encoding == "learned":
         n += cfg.seq_len * d
     norm = 2 * d if cfg.norm != "none" else 0

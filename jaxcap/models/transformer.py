@@ -112,14 +112,17 @@ class Transformer(nnx.Module):
 
     def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs):
         self.cfg = cfg
-        self.embed = nnx.Embed(
-            cfg.vocab_size,
-            cfg.d_model,
-            dtype=cfg.compute_jnp_dtype,
-            param_dtype=cfg.param_jnp_dtype,
-            embedding_init=nnx.initializers.normal(1.0 / math.sqrt(cfg.d_model)),
-            rngs=rngs,
-        )
+        if cfg.input_dim:  # float vectors in (e.g. points of a retrieval task)
+            self.embed = _linear(cfg, cfg.input_dim, cfg.d_model, rngs)
+        else:
+            self.embed = nnx.Embed(
+                cfg.vocab_size,
+                cfg.d_model,
+                dtype=cfg.compute_jnp_dtype,
+                param_dtype=cfg.param_jnp_dtype,
+                embedding_init=nnx.initializers.normal(1.0 / math.sqrt(cfg.d_model)),
+                rngs=rngs,
+            )
         if cfg.pos_encoding == "learned":
             init = nnx.initializers.normal(1.0)  # the same scale as the sinusoidal table
             self.pos = nnx.Param(init(rngs.params(), (cfg.seq_len, cfg.d_model), cfg.param_jnp_dtype))
@@ -128,13 +131,17 @@ class Transformer(nnx.Module):
         self.head = _linear(cfg, cfg.d_model, cfg.n_outputs, rngs)
 
     def __call__(self, tokens_BxT: jax.Array, rate: jax.Array | float = 0.0, key=None) -> jax.Array:
-        """Logits in float32: [B, n_outputs] for 'last'/'mean' readout, [B, T, n_outputs] for 'all'."""
+        """Outputs in float32: [B, n_outputs] for 'last'/'mean' readout, [B, T, n_outputs] for
+        'all'. Inputs are token ids [B, T], or float vectors [B, T, input_dim] when input_dim > 0."""
         cfg = self.cfg
         n_sites = 1 + 2 * cfg.n_layers
         keys = [None] * n_sites if key is None else list(jax.random.split(key, n_sites))
         rate = jnp.asarray(rate, jnp.float32)
         # Scaled by sqrt(d_model) as in [1], so tokens and positions have comparable norms.
-        x = (self.embed(tokens_BxT) * math.sqrt(cfg.d_model)).astype(cfg.compute_jnp_dtype)
+        if cfg.input_dim:
+            x = self.embed(tokens_BxT.astype(cfg.compute_jnp_dtype))
+        else:
+            x = (self.embed(tokens_BxT) * math.sqrt(cfg.d_model)).astype(cfg.compute_jnp_dtype)
         t = tokens_BxT.shape[1]
         if cfg.pos_encoding == "sinusoidal":
             x = x + sinusoidal_positions(t, cfg.d_model)[None].astype(x.dtype)

@@ -23,12 +23,14 @@ from flax import struct
 
 from jaxcap.validate import ConfigError, Float, Int
 
-KINDS = ("classify", "sequence")
+KINDS = ("classify", "sequence", "regress")
 
 
 @struct.dataclass
 class Split:
-    """A set of examples: inputs [N, T] int32, targets [N] or [N, T] int32, weights like targets."""
+    """A set of examples. inputs: [N, T] int32 tokens, or [N, T, input_dim] float32 vectors;
+    targets: [N] or [N, T] int32 classes, or [N, K] float32 for regression; weights: one per
+    scored answer ([N] or [N, T]), 0 where nothing is scored."""
 
     inputs: jax.Array
     targets: jax.Array
@@ -50,14 +52,24 @@ class TaskSpec:
     """What the model and the results tables need to know about a task (all static)."""
 
     family: str
-    kind: str  # classify: one answer per example; sequence: one per scored position
-    vocab_size: int
+    kind: str  # classify: one answer per example; sequence: one per position; regress: K floats
+    vocab_size: int  # token vocabulary (unused when input_dim > 0)
     seq_len: int
-    n_outputs: int
-    readout: str  # which positions the model reads out: 'last' or 'all'
+    n_outputs: int  # classes, or output dimensions for regress
+    readout: str  # which positions the model reads out: 'last', 'all' or 'mean'
     knobs: tuple[str, ...] = ()  # per-member traced task parameters
+    input_dim: int = 0  # > 0: inputs are float vectors of this size instead of tokens
+    metric: str = "accuracy"  # the primary metric (per split): accuracy, exact or nmse
+    higher_is_better: bool = True
+    step_threshold: float = 0.99  # default of config.eval.*_threshold (steps-to-threshold)
     success_metric: str = "val_accuracy"
     success_threshold: float = 0.95
+
+    def reached(self, value: float | None, threshold: float) -> bool:
+        """Whether a value of the primary metric is at least as good as `threshold`."""
+        if value is None:
+            return False
+        return value >= threshold if self.higher_is_better else value <= threshold
 
 
 @dataclasses.dataclass(frozen=True)
