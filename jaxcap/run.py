@@ -77,6 +77,7 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
                 "status": status,
                 "family": spec.family,
                 "knobs": member.knobs,
+                "task": {**dataclasses.asdict(bucket.task), **member.knobs},  # every difficulty knob
                 "hparams": member.hparams,
                 "complexity_bits": bucket.task.complexity_bits(member.knobs),
                 "chance": bucket.task.chance(member.knobs),
