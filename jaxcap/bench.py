@@ -2,6 +2,7 @@
 
     python -m jaxcap.bench                              # CPU defaults: small + baseline models
     python -m jaxcap.bench --models grok --sizes 1,64,256,1024   # accelerator
+    python -m jaxcap.bench --study --models small       # Optuna trials per minute, batched vs one at a time
 
 Prints one JSON document: for each model and population size P, the compile time, model-steps
 per second as one population, model-steps per second for the same P members trained one after
@@ -11,14 +12,18 @@ speed; tests never time anything.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import jax
-from absl import app, flags
+from absl import app, flags, logging
 
 from jaxcap import tasks
 from jaxcap.models import ModelConfig, param_count
@@ -50,6 +55,9 @@ _STEPS = flags.DEFINE_integer("steps", 20, "Steps per chunk (one lax.scan).")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed chunks per measurement (after one warm-up).")
 _TRIALS = flags.DEFINE_integer("trials", 3, "Alternating population / one-after-another rounds (medians).")
 _PRECISION = flags.DEFINE_string("matmul_precision", "default", "fp32 matmul precision (default: backend's).")
+_STUDY = flags.DEFINE_bool("study", False, "Optuna trials per minute: batched vs one trial at a time.")
+_STUDY_TRIALS = flags.DEFINE_integer("study_trials", 8, "--study: trials per study, all in one batch.")
+_STUDY_STEPS = flags.DEFINE_integer("study_steps", 200, "--study: training steps per trial (2 seeds each).")
 
 
 def _members(p: int, knobs: dict) -> list[Member]:
@@ -121,8 +129,66 @@ def measure(
     return results
 
 
+def study_config(name: str, trials: int, batch: int, steps: int):
+    """A one-level study on a preset's task and model: lr and weight decay, 2 seeds, no pruning."""
+    from jaxcap.config import base_config
+    from jaxcap.search_space import add_study
+
+    model_kw, batch_size, task_cfg = PRESETS[name]
+    c = add_study(base_config(task_cfg["name"]))
+    c.task.update({k: v for k, v in task_cfg.items() if k != "name"})
+    c.model.update(model_kw)
+    c.sweep.seeds = 2
+    c.hparams.weight_decay = 0.1
+    c.train.update(steps=steps, chunk_steps=steps // 4, batch_size=batch_size)
+    c.search.update(learning_rate=("float", 1e-4, 1e-2, True), weight_decay=("float", 1e-3, 1.0, True))
+    c.study.update(n_trials=trials, batch_trials=batch, n_startup_trials=trials, pruner="none")
+    c.runtime.progress = False
+    return c
+
+
+def measure_study(name: str, trials: int, steps: int, rounds: int) -> dict:
+    """Trials per minute of the same study (SQLite storage, checkpoints, evals: the whole sweep
+    loop) as one batch of `trials` x 2 seeds vs one trial (2 seeds) at a time; the two alternate
+    over `rounds` after an untimed round that compiles both programs, and medians are reported."""
+    from jaxcap.store import Store
+    from jaxcap.sweep import run_sweep
+
+    rates: dict[str, list[float]] = {"batched": [], "one_at_a_time": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds + 1):
+            for mode, batch in (("batched", trials), ("one_at_a_time", 1)):
+                start = time.perf_counter()
+                with contextlib.redirect_stdout(io.StringIO()):
+                    run_sweep(study_config(name, trials, batch, steps), Store(Path(tmp) / f"{mode}{r}"))
+                if r:
+                    rates[mode].append(trials * 60 / (time.perf_counter() - start))
+    batched, single = (statistics.median(rates[m]) for m in ("batched", "one_at_a_time"))
+    row = {
+        "model": name,
+        "trials": trials,
+        "seeds": 2,
+        "steps": steps,
+        "batched_members": trials * 2,
+        "batched_trials_per_min": round(batched, 2),
+        "one_at_a_time_trials_per_min": round(single, 2),
+        "speedup": round(batched / single, 3),
+    }
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
+
+
 def main(argv):
     del argv
+    if _STUDY.value:
+        logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint of every round at INFO
+        out = {"device": describe_devices(), "rounds": _TRIALS.value, "study": []}
+        with numerics(_PRECISION.value, needs_x64=False):
+            for name in _MODELS.value:
+                row = measure_study(name, _STUDY_TRIALS.value, _STUDY_STEPS.value, _TRIALS.value)
+                out["study"].append(row)
+        print(json.dumps(out, indent=1))
+        return
     sizes = [int(s) for s in _SIZES.value]
     out = {
         "device": describe_devices(),

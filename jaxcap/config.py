@@ -15,7 +15,7 @@ from jaxcap.population import DEFAULT_HPARAMS, HPARAM_NAMES
 from jaxcap.runtime import MATMUL_PRECISIONS
 from jaxcap.validate import Bool, Choice, ConfigError, Float, Int, Str, TupleOf, check_tree
 
-EXPERIMENTS = ("population",)
+EXPERIMENTS = ("population", "hpo", "capacity", "calibrate", "enhance")
 
 HPARAM_RULES = {
     "learning_rate": Float(0.0),
@@ -58,6 +58,17 @@ def base_config(task: str) -> ml_collections.ConfigDict:
             readout="auto",
             param_dtype="float32",
             compute_dtype="float32",
+            # variant switches, all off (jaxcap/models/{norms,embeddings,residual,quantize}.py)
+            norm_type="layer",
+            qk_norm=False,
+            n_kv_heads=0,
+            mlp=True,
+            residual="standard",
+            qat_bits=0,
+            qat_activations=False,
+            angular="none",
+            angular_n=0,
+            angular_tokens=0,
         )
     )
     c.hparams = ml_collections.ConfigDict(DEFAULT_HPARAMS)
@@ -94,7 +105,7 @@ def schema(config) -> dict:
         raise ConfigError(f"config.task.name: got {name!r}; allowed: {', '.join(tasks.TASKS)}")
     task_cls = tasks.TASKS[name]
     task_schema = {"name": Choice(tuple(tasks.TASKS)), **task_cls.SCHEMA}
-    return {
+    out = {
         "experiment": Choice(EXPERIMENTS),
         "seed": Int(0),
         "note": Str(),
@@ -112,6 +123,16 @@ def schema(config) -> dict:
             "readout": Choice(("auto", *model_config.READOUTS)),
             "param_dtype": Choice(tuple(model_config.DTYPES)),
             "compute_dtype": Choice(tuple(model_config.DTYPES)),
+            "norm_type": Choice(model_config.NORM_TYPES),
+            "qk_norm": Bool(),
+            "n_kv_heads": Int(0),
+            "mlp": Bool(),
+            "residual": Choice(model_config.RESIDUALS),
+            "qat_bits": Choice(model_config.QAT_BITS),
+            "qat_activations": Bool(),
+            "angular": Choice(model_config.ANGULAR),
+            "angular_n": Int(0),
+            "angular_tokens": Int(0),
         },
         "hparams": dict(HPARAM_RULES),
         "sweep": {
@@ -134,6 +155,21 @@ def schema(config) -> dict:
         "eval": {"batch_size": Int(1), "train_threshold": Float(0.0), "val_threshold": Float(0.0)},
         "runtime": {"checkpoint_every": Int(1), "progress": Bool(), "compilation_cache": Str()},
     }
+    if config.get("experiment") == "hpo" or "study" in config:  # Optuna studies (jaxcap.sweep)
+        from jaxcap.search_space import STUDY_SCHEMA, SearchSpace
+
+        if "study" not in config or "search" not in config:
+            raise ConfigError("config.study: missing; hpo configs add it with jaxcap.search_space.add_study")
+        out.update(study=dict(STUDY_SCHEMA), search=SearchSpace())
+    if config.get("experiment") == "capacity" or "capacity" in config:  # jaxcap/capacity_run.py
+        from jaxcap.capacity import SCHEMA as CAPACITY_SCHEMA
+
+        out["capacity"] = dict(CAPACITY_SCHEMA)
+    if config.get("experiment") == "calibrate" or "calibrate" in config:  # jaxcap/calibrate.py
+        from jaxcap.calibrate import SCHEMA as CALIBRATE_SCHEMA
+
+        out["calibrate"] = dict(CALIBRATE_SCHEMA)
+    return out
 
 
 def _check_variant(config) -> None:
@@ -149,6 +185,7 @@ def _check_variant(config) -> None:
         )
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     task.check()
+    _check_model_variants(config.model, task)
     for knob, values in config.sweep.task.items():
         for value in values:
             tasks.build({**config.task.to_dict(), knob: value}).check()
@@ -158,6 +195,36 @@ def _check_variant(config) -> None:
             f"config.model.readout: got {config.model.readout!r}; allowed for task "
             f"{task.spec.family} ({task.spec.kind}): {', '.join(readouts)}"
         )
+
+
+def _check_model_variants(m, task) -> None:
+    """Cross-field checks of the model's variant switches (jaxcap/models)."""
+    from jaxcap.models.embeddings import task_numbers
+
+    if m.n_kv_heads and m.n_heads % m.n_kv_heads:
+        raise ConfigError(
+            f"config.model.n_kv_heads: got {m.n_kv_heads}; allowed: 0 or a divisor of n_heads ({m.n_heads})"
+        )
+    if m.pos_encoding == "rotary" and m.d_head % 2:
+        raise ConfigError(f"config.model.d_head: got {m.d_head}; allowed: even with rotary positions")
+    if m.qat_activations and not m.qat_bits:
+        raise ConfigError("config.model.qat_activations: got True; allowed: only with qat_bits > 0")
+    if m.angular == "none":
+        return
+    n = m.angular_n or task_numbers(task)
+    if not n:
+        raise ConfigError(
+            f"config.model.angular_n: got 0, and task {task.spec.family} exposes no numeric tokens; "
+            "allowed: N > 0 (the modulus of the numbers)"
+        )
+    tokens = m.angular_tokens or n
+    if m.angular in ("input", "both") and (task.spec.input_dim or tokens > task.spec.vocab_size):
+        raise ConfigError(
+            f"config.model.angular_tokens: got {tokens}; allowed: at most the task's vocabulary "
+            f"({task.spec.vocab_size}), on a token task"
+        )
+    if m.angular in ("output", "both") and task.spec.kind == "regress":
+        raise ConfigError(f"config.model.angular: got {m.angular!r}; allowed: none or input for regression")
 
 
 def validate(config) -> None:
@@ -172,3 +239,11 @@ def validate(config) -> None:
             _check_variant(variant)
         except ConfigError as e:
             raise ConfigError(f"config.sweep.buckets[{i}] ({label}): {e}" if label else str(e)) from None
+    if "study" in config:
+        from jaxcap.search_space import check_search
+
+        for name, value, variant in check_search(config, schema(config)):
+            try:
+                _check_variant(variant)
+            except ConfigError as e:
+                raise ConfigError(f"config.search.{name}: choice {value!r}: {e}") from None

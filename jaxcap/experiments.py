@@ -14,7 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxcap.calibrate import calibrate_experiment, calibrate_report
+from jaxcap.capacity_report import write_report as capacity_report
+from jaxcap.capacity_run import capacity_experiment
+from jaxcap.enhance import enhance_experiment, enhance_report
+from jaxcap.hpo_report import hpo_report
 from jaxcap.run import population_experiment, population_report
+from jaxcap.sweep import hpo_experiment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,4 +31,8 @@ class Experiment:
 
 EXPERIMENTS: dict[str, Experiment] = {
     "population": Experiment(run=population_experiment, report=population_report),
+    "hpo": Experiment(run=hpo_experiment, report=hpo_report),  # Optuna studies, jaxcap/sweep.py
+    "capacity": Experiment(run=capacity_experiment, report=capacity_report),  # jaxcap/capacity_run.py
+    "calibrate": Experiment(run=calibrate_experiment, report=calibrate_report),  # jaxcap/calibrate.py
+    "enhance": Experiment(run=enhance_experiment, report=enhance_report),  # multipliers, jaxcap/enhance.py
 }

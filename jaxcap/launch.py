@@ -75,6 +75,10 @@ def default_workdir(argv: list[str]) -> Path:
 
 
 def main(argv: list[str]) -> None:
+    if "calibrate" in _CONFIG.value:  # before JAX starts: one CPU device per NUTS chain
+        from jaxcap.meta_fit import reserve_chain_devices
+
+        reserve_chain_devices(_CONFIG.value.calibrate.nuts.chains)
     from jaxcap.run import run  # after flag parsing: importing JAX is slow
 
     if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:

@@ -7,7 +7,9 @@ regress: outputs [B, K] float32 against float targets [B, K]; the metric is the 
 NMSE = MSE / Var(y) over the scored set, so 1.0 is the best constant predictor.
 
 Evaluation accumulates sums over batches (`sums`), then turns them into means (`finalize`),
-so a split of any size is scored exactly in fixed-size batches.
+so a split of any size is scored exactly in fixed-size batches. A split with an `optimum` (the
+true process's loss per target, language tasks) also gets bits per token, perplexity and the
+excess over the optimum in bits per token.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def classify_loss(logits, targets, weights, mask, label_smoothing) -> jax.Array:
     return (ce * weights).sum() / jnp.maximum(weights.sum(), 1.0)
 
 
-def classify_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
+def classify_sums(logits, targets, weights, mask, optimum=None) -> dict[str, jax.Array]:
     """Sums over a batch: loss (nats), correct, entropy (bits), scored weight, exact examples.
 
     `exact` counts examples whose every scored position is right (the sequence metric); for
@@ -59,7 +61,7 @@ def classify_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
         example_in = jnp.any(scored, axis=axes)
     else:
         example_ok, example_in = right > 0, scored
-    return {
+    sums = {
         "loss": (nll * weights).sum(),
         "correct": (right * weights).sum(),
         "entropy": (entropy_bits * weights).sum(),
@@ -67,16 +69,24 @@ def classify_sums(logits, targets, weights, mask) -> dict[str, jax.Array]:
         "exact": (example_ok & example_in).astype(jnp.float32).sum(),
         "examples": example_in.astype(jnp.float32).sum(),
     }
+    if optimum is not None:
+        sums["optimum"] = (optimum * weights).sum()
+    return sums
 
 
 def classify_finalize(sums: dict[str, jax.Array]) -> dict[str, jax.Array]:
     w = jnp.maximum(sums["weight"], 1e-9)
-    return {
+    out = {
         "loss": sums["loss"] / w,
         "accuracy": sums["correct"] / w,
         "entropy": sums["entropy"] / w,
         "exact": sums["exact"] / jnp.maximum(sums["examples"], 1e-9),
     }
+    if "optimum" in sums:  # language modelling: bits per token and the excess over the true process
+        out["bits"] = out["loss"] / jnp.log(2.0)
+        out["perplexity"] = jnp.exp(out["loss"])
+        out["excess_bits"] = (sums["loss"] - sums["optimum"]) / (w * jnp.log(2.0))
+    return out
 
 
 def regress_loss(outputs, targets, weights, mask, label_smoothing) -> jax.Array:
@@ -86,8 +96,8 @@ def regress_loss(outputs, targets, weights, mask, label_smoothing) -> jax.Array:
     return (se * weights).sum() / jnp.maximum(weights.sum(), 1.0)
 
 
-def regress_sums(outputs, targets, weights, mask) -> dict[str, jax.Array]:
-    del mask
+def regress_sums(outputs, targets, weights, mask, optimum=None) -> dict[str, jax.Array]:
+    del mask, optimum
     w = weights[:, None]
     return {
         "se": (((outputs - targets) ** 2) * w).sum(),
@@ -108,18 +118,17 @@ def regress_finalize(sums: dict[str, jax.Array]) -> dict[str, jax.Array]:
 @dataclasses.dataclass(frozen=True)
 class Objective:
     loss: Callable  # (outputs, targets, weights, mask, label_smoothing) -> scalar
-    sums: Callable  # (outputs, targets, weights, mask) -> {name: array}
+    sums: Callable  # (outputs, targets, weights, mask, optimum) -> {name: array}
     finalize: Callable  # sums -> {metric: scalar}
-    zeros: Callable  # (n_outputs) -> sums of an empty set
+    zeros: Callable  # (n_outputs, with_optimum) -> sums of an empty set
 
 
-def _classify_zeros(n_outputs: int) -> dict[str, jax.Array]:
-    return {
-        k: jnp.zeros((), jnp.float32) for k in ("loss", "correct", "entropy", "weight", "exact", "examples")
-    }
+def _classify_zeros(n_outputs: int, with_optimum: bool = False) -> dict[str, jax.Array]:
+    names = ("loss", "correct", "entropy", "weight", "exact", "examples") + ("optimum",) * with_optimum
+    return {k: jnp.zeros((), jnp.float32) for k in names}
 
 
-def _regress_zeros(n_outputs: int) -> dict[str, jax.Array]:
+def _regress_zeros(n_outputs: int, with_optimum: bool = False) -> dict[str, jax.Array]:
     return {
         "se": jnp.zeros((), jnp.float32),
         "y": jnp.zeros((n_outputs,), jnp.float32),

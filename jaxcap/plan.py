@@ -16,6 +16,7 @@ import ml_collections
 from jaxcap import tasks
 from jaxcap.models import ModelConfig
 from jaxcap.models.config import MODEL_FIELDS
+from jaxcap.models.embeddings import task_numbers
 from jaxcap.population import Member, grid_members
 from jaxcap.tasks import Task
 from jaxcap.train import TrainSettings
@@ -78,8 +79,14 @@ def bucket_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_coll
     return out
 
 
-def model_config(model: ml_collections.ConfigDict, spec: tasks.TaskSpec) -> ModelConfig:
-    return ModelConfig.for_task(spec, **{name: model[name] for name in MODEL_FIELDS})
+def model_config(
+    model: ml_collections.ConfigDict, spec: tasks.TaskSpec, task: Task | None = None
+) -> ModelConfig:
+    """The frozen model of a bucket; `angular_n = 0` takes N from the task (angular embeddings)."""
+    fields = {name: model[name] for name in MODEL_FIELDS}
+    if fields["angular"] != "none" and not fields["angular_n"] and task is not None:
+        fields["angular_n"] = task_numbers(task)
+    return ModelConfig.for_task(spec, **fields)
 
 
 def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> TrainSettings:
@@ -110,7 +117,7 @@ def plan(config: ml_collections.ConfigDict) -> list[Bucket]:
             variant.sweep.task.to_dict(),
             variant.sweep.seeds,
         )
-        model = model_config(variant.model, task.spec)
+        model = model_config(variant.model, task.spec, task)
         settings = train_settings(variant, members)
         buckets.append(Bucket(f"b{i}", label, variant, task, model, settings, members))
     return buckets

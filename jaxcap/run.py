@@ -10,6 +10,7 @@ the newest checkpoint; a finished run says so and only prints its summary again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -31,6 +32,8 @@ from jaxcap.store import Store, write_atomic
 from jaxcap.train import PopulationProgram, make_population
 
 StopFn = Callable[[dict], bool]
+# (cursor, host metrics) -> bool mask [P] of members frozen from now on, or None (no change)
+OnEvalFn = Callable[[dict, dict], "np.ndarray | None"]
 
 
 def _fresh_cursor(n: int) -> dict:
@@ -66,6 +69,8 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
     for i, member in enumerate(bucket.members):
         final = {k: v[i] for k, v in cursor["last"].items()}
         status = "diverged" if final.get("diverged") else "ok"
+        if status == "ok" and cursor.get("frozen", [False] * len(bucket.members))[i]:
+            status = "pruned"  # frozen by an on_eval hook (a pruned Optuna trial)
         value = final.get(spec.success_metric)
         rows.append(
             {
@@ -98,6 +103,20 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
     return rows
 
 
+@functools.lru_cache(maxsize=8)
+def _cached_program(settings, task, model) -> PopulationProgram:
+    return make_population(settings, task, model)
+
+
+def population_program(settings, task, model) -> PopulationProgram:
+    """One set of jitted functions per static shape, so buckets of the same shape (the rounds of
+    an Optuna sweep) reuse its compiled programs instead of tracing and compiling again."""
+    try:
+        return _cached_program(settings, task, model)
+    except TypeError:  # a task with an unhashable field: build it afresh
+        return make_population(settings, task, model)
+
+
 def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) -> dict[str, np.ndarray]:
     metrics = program.evaluate(state, hparams, data)
     metrics = {**metrics, "chunk_loss": stats.loss, "grad_norm": stats.grad_norm, "diverged": state.diverged}
@@ -109,16 +128,23 @@ def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) 
 
 
 def train_bucket(
-    bucket: Bucket, store: Store, runtime: ml_collections.ConfigDict, stop_fn: StopFn | None = None
+    bucket: Bucket,
+    store: Store,
+    runtime: ml_collections.ConfigDict,
+    stop_fn: StopFn | None = None,
+    on_eval: OnEvalFn | None = None,
 ) -> list[dict]:
     """Train one bucket's population to the end, resuming if a checkpoint exists.
 
     `stop_fn(cursor)` is asked after every eval; True ends training early (e.g. once a curve has
     flattened). The decision is checkpointed, so a resumed run stops at the same point.
+    `on_eval(cursor, host)` is asked first and may return a mask of members to freeze
+    (`MemberState.frozen`, e.g. pruned trials): their parameters stop changing, their rows end
+    with status 'pruned', and all members diverging ends the bucket instead of raising.
     """
     config, settings, members = bucket.config, bucket.settings, bucket.members
     spec = bucket.task.spec
-    program = make_population(settings, bucket.task, bucket.model)
+    program = population_program(settings, bucket.task, bucket.model)
     keys, hparams = stack(members, config.seed)
     abstract = jax.eval_shape(program.init, keys, hparams)
     state_mb = sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(abstract)) / 2**20
@@ -154,6 +180,10 @@ def train_bucket(
         host = host_metrics(program, state, stats, hparams, data, spec)
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
         _update_cursor(cursor, step, host, spec, config.eval)
+        frozen = on_eval(cursor, host) if on_eval is not None else None
+        if frozen is not None:
+            cursor["frozen"] = [bool(f) for f in frozen]
+            state = state.replace(frozen=jax.numpy.asarray(cursor["frozen"]))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         store.append_evals(bucket.name, step, host)
         if chunk % runtime.checkpoint_every == 0 or chunk == n_chunks or cursor["stopped"]:
@@ -163,7 +193,7 @@ def train_bucket(
             {f"val_{spec.metric}": f"{np.median(host[f'val_{spec.metric}']):.3f}"},
             diverged=int(host["diverged"].sum()),
         )
-        if host["diverged"].all():
+        if host["diverged"].all() and on_eval is None:
             ckpts.close()
             raise RuntimeError(f"every member diverged by step {step}; lower config.hparams.learning_rate")
     bar.close()
@@ -201,9 +231,12 @@ def population_report(store: Store) -> list[Path]:
     table = summary.format_table(summary.levels(rows, HPARAM_NAMES))
     store.report_path.mkdir(exist_ok=True)
     figure = summary.plot_levels(rows, store.report_path / "accuracy_vs_complexity.png")
-    text = f"# {store.root.name}\n\n```\n{table}\n```\n\n![{figure.stem}]({figure.name})\n"
+    from jaxcap.report import population_figures  # dynamics, generalization gap, final metrics
+
+    figures, section = population_figures(store, rows)
+    text = f"# {store.root.name}\n\n```\n{table}\n```\n\n![{figure.stem}]({figure.name})\n{section}"
     write_atomic(store.report_path / "report.md", text)
-    return [store.report_path / "report.md", figure]
+    return [store.report_path / "report.md", figure, *figures]
 
 
 def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:

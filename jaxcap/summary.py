@@ -72,7 +72,8 @@ def levels(rows: list[dict], hparam_names: tuple[str, ...]) -> list[dict]:
     return sorted(out, key=lambda lv: (lv["bucket"], lv["family"], lv["complexity_bits"]))
 
 
-def _fmt(x, spec=".3f") -> str:
+def fmt(x, spec=".3f") -> str:
+    """A number for a table; a dash for a missing one."""
     return "—" if x is None else format(x, spec)
 
 
@@ -104,12 +105,12 @@ def format_table(levels_: list[dict]) -> str:
                 *([lv["bucket"]] if bucket_col else []),
                 *(str(lv["knobs"].get(k, "—")) for k in knob_names),
                 f"{lv['complexity_bits']:.2f}",
-                *(_fmt(lv["best"].get(n), ".3g") for n in best_names),
-                _fmt(lv["median"]),
-                _fmt(lv["min"]),
-                _fmt(lv["max"]),
-                f"{_fmt(lv['steps_to_val'], '.0f')} ({lv['n_reached']}/{lv['n']})",
-                _fmt(lv["entropy"], ".2f"),
+                *(fmt(lv["best"].get(n), ".3g") for n in best_names),
+                fmt(lv["median"]),
+                fmt(lv["min"]),
+                fmt(lv["max"]),
+                f"{fmt(lv['steps_to_val'], '.0f')} ({lv['n_reached']}/{lv['n']})",
+                fmt(lv["entropy"], ".2f"),
                 str(lv["diverged"]),
                 "yes" if lv["learned"] else "no",
             ]

@@ -134,6 +134,9 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         lr = hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings)
         opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
         updates, new_opt = tx.update(grads, opt_state, state.params)
+        # float32 hyperparameters promote the moments of bfloat16/float16 parameters: keep every
+        # leaf in its dtype so the scan carry is stable (a no-op for float32 and float64 models)
+        new_opt = jax.tree.map(lambda new, old: new.astype(old.dtype), new_opt, opt_state)
         new_params = optax.apply_updates(state.params, updates)
         # Finite loss and gradients keep parameters finite (Adam's step is bounded by the lr), so
         # two scalar checks replace a pass over every parameter. Only the parameters are guarded:
@@ -177,19 +180,20 @@ def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -
 
         def body(total, batch: Split):
             logits = apply_fn(params, batch.inputs)
-            sums = objective.sums(logits, batch.targets, batch.weights, mask)
+            sums = objective.sums(logits, batch.targets, batch.weights, mask, batch.optimum)
             return jax.tree.map(jnp.add, total, sums), None
 
-        total, _ = jax.lax.scan(body, objective.zeros(model_cfg.n_outputs), batches)
+        zeros = objective.zeros(model_cfg.n_outputs, split.optimum is not None)
+        total, _ = jax.lax.scan(body, zeros, batches)
         return objective.finalize(total)
 
     def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
         mask = task.output_mask(hp.task)
-        out = {}
-        for name, split in task.eval_splits(data).items():
+        out, splits = {}, task.eval_splits(data)
+        for name, split in splits.items():
             for metric, value in score(state.params, split, mask).items():
                 out[f"{name}_{metric}"] = value
-        return out
+        return {**out, **task.derived_metrics(out, splits)}
 
     return evaluate
 

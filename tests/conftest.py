@@ -19,6 +19,28 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 HP = {**DEFAULT_HPARAMS, "learning_rate": 3e-3}
 
 
+def killer(appends: int) -> str:
+    """A `python -c` launch that dies like SIGKILL (os._exit: nothing flushed or closed) right
+    after its `appends`-th batch of evals was stored: the kill-and-resume tests."""
+    return f"""
+import os, sys
+import jaxcap.store as store
+appended = 0
+original = store.Store.append_evals
+def append_then_die(self, *a, **k):
+    global appended
+    original(self, *a, **k)
+    appended += 1
+    if appended == {appends}:
+        os._exit(137)
+store.Store.append_evals = append_then_die
+from absl import app
+from jaxcap import launch
+sys.argv = ["launch", *sys.argv[1:]]
+app.run(launch.main, flags_parser=launch._parse)
+"""
+
+
 @pytest.fixture
 def tiny():
     """A tiny binop task + model + settings shared by the trainer tests (one compile, cached)."""

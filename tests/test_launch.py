@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import killer as kill_after
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ["--config", "configs/modmod.py:smoke"]
@@ -17,23 +18,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 # closed) after the evals of chunk 3 were appended, before their checkpoint. Checkpoints are
 # asynchronous; orbax starts a save only after the previous one committed, so step 10 is on
 # disk for certain and step 20 may or may not be.
-KILLER = """
-import os, sys
-import jaxcap.store as store
-appended = 0
-original = store.Store.append_evals
-def append_then_die(self, *a, **k):
-    global appended
-    original(self, *a, **k)
-    appended += 1
-    if appended == 3:
-        os._exit(137)
-store.Store.append_evals = append_then_die
-from absl import app
-from jaxcap import launch
-sys.argv = ["launch", *sys.argv[1:]]
-app.run(launch.main, flags_parser=launch._parse)
-"""
+KILLER = kill_after(3)
 
 
 def launch(*args, killer=False, check=True):

@@ -3,6 +3,7 @@ Python reference."""
 
 import itertools
 import math
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -11,10 +12,46 @@ import pytest
 
 from jaxcap import tasks
 from jaxcap.tasks.binop import operation_table
+from jaxcap.tasks.vader_data import write_fixture
 
 SMALL = {
     "modulo": {"name": "modulo", "modulus": 7, "base": 3, "digits": 4, "train_fraction": 0.5, "n_eval": 50},
     "binop": {"name": "binop", "operation": "sub", "p": 7, "train_fraction": 0.5, "n_eval": 50},
+    "random_labels": {"name": "random_labels", "vocab_size": 8, "seq_len": 10, "n_classes": 5, "n_eval": 50},
+    "random_tokens": {"name": "random_tokens", "vocab_size": 8, "seq_len": 12, "n_eval": 50},
+    "parity": {"name": "parity", "n": 5, "k": 3, "train_fraction": 0.5, "n_eval": 50},
+    "copying": {"name": "copying", "length": 3, "vocab": 5, "longer_by": 2, "train_size": 40, "n_eval": 50},
+    "recall": {"name": "recall", "n_pairs": 3, "vocab": 6, "train_size": 40, "n_eval": 50},
+    "maxsum": {"name": "maxsum", "k": 2, "n_points": 5, "dim": 3, "train_size": 40, "n_eval": 50},
+    "triangle": {"name": "triangle", "n_points": 5, "train_size": 40, "n_eval": 50},
+    "markov": {"name": "markov", "order": 2, "vocab": 4, "length": 12, "train_size": 40, "n_eval": 50},
+    "pcfg": {"name": "pcfg", "depth": 3, "vocab": 6, "n_rules": 3, "train_size": 40, "n_eval": 50},
+    "shakespeare": {
+        "name": "shakespeare",
+        "length": 32,
+        "train_genres": "roman",
+        "eval_genres": "romances",
+        "train_size": 40,
+        "n_eval": 50,
+    },
+    "rna": {
+        "name": "rna",
+        "length": 8,
+        "longer_by": 2,
+        "folding": "nussinov",
+        "train_size": 40,
+        "n_eval": 50,
+    },
+    "arc": {"name": "arc", "level": 14, "size": 3, "min_size": 2, "train_size": 40, "n_eval": 50},
+    "sentiment": {"name": "sentiment", "level": 4, "n_words": 16, "train_size": 40, "n_eval": 50},
+    "vader": {  # a tiny synthetic sdist in the real layout, not the real sentences
+        "name": "vader",
+        "data_dir": write_fixture(tempfile.mkdtemp()),
+        "vocab_size": 16,
+        "seq_len": 8,
+        "val_fraction": 0.25,
+        "n_eval": 50,
+    },
 }
 
 
@@ -39,13 +76,19 @@ def test_deterministic_in_key_and_in_bounds(name):
     assert a["train"].size == n_train and a["val"].size == n_val
     for split in a.values():
         assert split.inputs.shape[1] == spec.seq_len
-        assert split.inputs.min() >= 0 and split.inputs.max() < spec.vocab_size
-        assert split.targets.min() >= 0 and split.targets.max() < spec.n_outputs
+        if spec.input_dim:  # float vectors (regression on point sets)
+            assert split.inputs.shape[2] == spec.input_dim and np.isfinite(split.inputs).all()
+        else:
+            assert split.inputs.min() >= 0 and split.inputs.max() < spec.vocab_size
+        if spec.kind == "regress":
+            assert split.targets.shape == (split.size, spec.n_outputs) and np.isfinite(split.targets).all()
+        else:
+            assert split.targets.min() >= 0 and split.targets.max() < spec.n_outputs
     batch = task.sample_batch(jax.random.key(2), a, _knobs(task), 8)
-    assert batch.inputs.shape == (8, spec.seq_len)
-    # train and val are disjoint and together cover every example exactly once
-    rows = {tuple(r) for r in np.asarray(a["train"].inputs)} | {tuple(r) for r in np.asarray(a["val"].inputs)}
-    assert len(rows) == n_train + n_val == task.n_examples()
+    assert batch.inputs.shape[:2] == (8, spec.seq_len)
+    if task.n_examples() is not None:  # enumerable: train and val are disjoint and cover everything
+        rows = {tuple(r) for name in ("train", "val") for r in np.asarray(a[name].inputs)}
+        assert len(rows) == n_train + n_val == task.n_examples()
     assert 0 < task.chance(task.default_knobs()) <= 1
     assert task.complexity_bits(task.default_knobs()) > 0
 

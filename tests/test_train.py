@@ -126,3 +126,13 @@ def test_per_member_weight_decay_and_b2_change_training(tiny):
     kernel = state.params["head"]["kernel"]
     assert not np.allclose(kernel[0], kernel[1]) and not np.allclose(kernel[0], kernel[2])
     assert np.abs(kernel[1]).sum() < np.abs(kernel[0]).sum()  # decay shrinks
+
+
+def test_bfloat16_parameters_keep_their_dtype_through_training(tiny):
+    """float32 hyperparameters must not promote bf16 moments: the scan carry would change type."""
+    task, model, settings = tiny
+    bf16 = dataclasses.replace(model, param_dtype="bfloat16", compute_dtype="bfloat16")
+    _, state, stats, metrics = _train((task, bf16, settings), _members({}, {"learning_rate": 1e-2}))
+    for leaf in jax.tree.leaves(state.params) + jax.tree.leaves(state.opt_state.inner_state):
+        assert leaf.dtype in (jnp.bfloat16, jnp.int32), leaf.dtype
+    assert np.isfinite(np.asarray(stats.loss, np.float32)).all() and not state.diverged.any()

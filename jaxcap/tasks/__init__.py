@@ -7,11 +7,28 @@ from typing import Any
 
 import ml_collections
 
+from jaxcap.tasks.arc import Arc
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.binop import BinaryOp
+from jaxcap.tasks.copying import Copying
+from jaxcap.tasks.language import MarkovLanguage, PCFGLanguage
 from jaxcap.tasks.modular import Modulo
+from jaxcap.tasks.parity import Parity
+from jaxcap.tasks.random_data import RandomLabels, RandomTokens
+from jaxcap.tasks.recall import Recall
+from jaxcap.tasks.retrieval import MaxSum, Triangle
+from jaxcap.tasks.rna import RnaStructure
+from jaxcap.tasks.sentiment import Sentiment
+from jaxcap.tasks.shakespeare import Shakespeare
+from jaxcap.tasks.vader import VaderSentences
 
 TASKS: dict[str, type[Task]] = {"modulo": Modulo, "binop": BinaryOp}
+TASKS.update(random_labels=RandomLabels, random_tokens=RandomTokens)
+TASKS.update(parity=Parity, copying=Copying, recall=Recall, maxsum=MaxSum, triangle=Triangle)
+TASKS.update(arc=Arc)
+TASKS.update(rna=RnaStructure)
+TASKS.update(markov=MarkovLanguage, pcfg=PCFGLanguage, shakespeare=Shakespeare)
+TASKS.update(sentiment=Sentiment, vader=VaderSentences)
 
 
 def default_config(name: str) -> ml_collections.ConfigDict:

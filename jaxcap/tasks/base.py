@@ -30,11 +30,14 @@ KINDS = ("classify", "sequence", "regress")
 class Split:
     """A set of examples. inputs: [N, T] int32 tokens, or [N, T, input_dim] float32 vectors;
     targets: [N] or [N, T] int32 classes, or [N, K] float32 for regression; weights: one per
-    scored answer ([N] or [N, T]), 0 where nothing is scored."""
+    scored answer ([N] or [N, T]), 0 where nothing is scored. optimum (optional, like weights):
+    the loss in nats of the true process on each target, where it is known (language tasks);
+    evaluation then reports the model's excess over it."""
 
     inputs: jax.Array
     targets: jax.Array
     weights: jax.Array
+    optimum: jax.Array | None = None
 
     def take(self, idx: jax.Array) -> Split:
         return jax.tree.map(lambda a: a[idx], self)
@@ -179,6 +182,10 @@ class Task(abc.ABC):
     def eval_splits(self, data: dict[str, Split]) -> dict[str, Split]:
         """The examples scored at each eval: whole splits, capped at n_eval (a fixed subset)."""
         return {name: split.head(min(split.size, self.n_eval)) for name, split in data.items()}
+
+    def derived_metrics(self, metrics: dict[str, jax.Array], splits: dict[str, Split]) -> dict:
+        """Metrics computed from one eval's per-split metrics and scored splits (e.g. macro F1)."""
+        return {}
 
 
 def ones_like_targets(targets: jax.Array) -> jax.Array:

@@ -1,0 +1,57 @@
+"""Ablations: what each component of the two-layer Transformer is worth, in capacity multipliers.
+
+    python -m jaxcap.launch --config configs/ablate.py           # 2-core CPU
+    python -m jaxcap.launch --config configs/ablate.py:smoke     # seconds; used by the tests
+    python -m jaxcap.launch --config configs/ablate.py:full      # the seed baseline, accelerator
+
+The same experiment as configs/enhance.py (one meta-model fit, C_variant / C_baseline with 90%
+intervals; jaxcap/enhance.py) over ablations: one vs two layers (associative recall is where
+theory predicts one layer fails: Olsson et al. 2022, Sanford et al. 2023), attention-only
+blocks, positional encodings, precision (bfloat16 and float64 against float32) and k-bit
+quantization-aware training (k = 2, 4, 8: does capacity follow the precision term of
+H x d_head x precision?). float16 is left out of the CPU default: XLA's CPU float16 matmuls
+are emulated and slow; `:full` has it (with loss scaling).
+"""
+
+from jaxcap.config import parse_arg
+from jaxcap.enhance import enhance_config, memorization_family
+
+VARIANTS = (
+    "",  # the baseline: 2 layers, float32
+    "model.n_layers=1",
+    "model.mlp=False",
+    "model.pos_encoding=learned",
+    "model.param_dtype=bfloat16,model.compute_dtype=bfloat16",
+    "model.param_dtype=float64,model.compute_dtype=float64",
+    "model.qat_bits=2",
+    "model.qat_bits=4",
+    "model.qat_bits=8",
+)
+FULL_ONLY = ("model.compute_dtype=float16,train.loss_scale=1024.0",)
+
+
+def families(variant: str) -> dict:
+    if variant == "smoke":
+        return {
+            "random_labels": memorization_family(smoke=True),
+            "recall": dict(
+                task=dict(name="recall", vocab=8, n_pairs=2, train_size=64, n_eval=64),
+                levels=dict(n_pairs=(1, 2)),
+                overrides="",
+            ),
+        }
+    return {
+        "random_labels": memorization_family(smoke=False),
+        "recall": dict(
+            task=dict(name="recall", vocab=16, n_pairs=4, train_size=4096, n_eval=1024),
+            levels=dict(n_pairs=(1, 2, 3, 4)),
+            overrides="",
+        ),
+        "parity": dict(task=dict(name="parity", n=12), levels=dict(k=(1, 2, 3, 4, 5)), overrides=""),
+    }
+
+
+def get_config(arg=None):
+    variant = parse_arg(arg)
+    variants = {"smoke": VARIANTS[:2], "full": VARIANTS + FULL_ONLY}.get(variant, VARIANTS)
+    return enhance_config(families(variant), variants, variant)

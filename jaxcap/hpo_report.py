@@ -1,0 +1,294 @@
+"""What the Optuna studies of a workdir found: the best trial per level and the HPO figures.
+
+Reads only the workdir (config.json, members.jsonl) and the study storage named in it:
+`best_trials.jsonl` holds the members.jsonl rows (one per seed, with `study` and `trial`) of
+each level's best trial, the meta-model's input; report/ gets `hpo.md`, the optimization
+history of every study, hyperparameter importances (Optuna's default evaluator, PED-ANOVA [1])
+per level, and the best value vs difficulty with and without HPO (the baseline trial, the
+config's own hyperparameters, vs the best tuned trial): the seed design's HPO ablation.
+
+[1] Watanabe et al. 2023, "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance in
+    Arbitrary Subspaces", arXiv:2304.10255.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import warnings
+from pathlib import Path
+
+import matplotlib
+import ml_collections
+import optuna
+from optuna.trial import TrialState
+
+from jaxcap import study as study_lib
+from jaxcap import tasks
+from jaxcap.store import Store, clean, write_atomic
+from jaxcap.summary import fmt
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _chosen(study: optuna.Study, config, sign: float) -> optuna.trial.FrozenTrial | None:
+    """The best trial; for (val, gap) studies the Pareto trial best under the gap penalty."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not done:
+        return None
+    if len(study.directions) == 1:
+        return study.best_trial
+    penalty = config.study.gap_penalty
+    return max(study.best_trials, key=lambda t: sign * t.values[0] - penalty * max(t.values[1], 0.0))
+
+
+def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> dict | None:
+    if trial is None:
+        return None
+    seeds = trial.user_attrs.get(metric) if trial.state == TrialState.COMPLETE else None
+    return {
+        "trial": trial.number,
+        "state": trial.state.name.lower(),
+        "values": trial.values,
+        "params": trial.params,
+        "seeds": seeds,
+        "mean": statistics.fmean(seeds) if seeds else None,
+    }
+
+
+def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
+    """One dict per level (study): counts, the baseline trial and the best trial."""
+    config = ml_collections.ConfigDict(json.loads(store.config_path.read_text()))
+    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
+    spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
+    sign = 1.0 if spec.higher_is_better else -1.0
+    out, studies = [], []
+    for level in study_lib.levels(config):
+        name = study_lib.study_name(config, spec.family, level)
+        study = optuna.load_study(study_name=name, storage=storage)
+        trials = study.get_trials(deepcopy=False)
+        knobs = {**task.default_knobs(), **level}
+        baseline = next((t for t in trials if t.user_attrs.get("baseline")), None)
+        out.append(
+            {
+                "study": name,
+                "knobs": level,
+                "complexity_bits": task.complexity_bits(knobs),
+                "chance": task.chance(knobs),
+                "metric": spec.success_metric,
+                "higher_is_better": spec.higher_is_better,
+                "counts": {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState},
+                "baseline": _result(baseline, spec.success_metric),
+                "best": _result(_chosen(study, config, sign), spec.success_metric),
+            }
+        )
+        studies.append(study)
+    return out, studies
+
+
+def write_best_trials(store: Store, levels: list[dict]) -> Path:
+    """best_trials.jsonl: the members.jsonl rows of each level's best trial (this workdir's)."""
+    rows = store.member_rows()
+    best = {(lv["study"], lv["best"]["trial"]) for lv in levels if lv["best"]}
+    chosen = [r for r in rows if (r.get("study"), r["trial"]) in best]
+    path = store.root / "best_trials.jsonl"
+    write_atomic(path, "".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in chosen))
+    return path
+
+
+def format_table(levels: list[dict]) -> str:
+    """Per level: trials finished, the baseline's and the best trial's metric, the best params."""
+    if not levels:
+        return "(no studies)"
+    names = list(dict.fromkeys(k for lv in levels for k in lv["knobs"]))
+    params = list(dict.fromkeys(p for lv in levels if lv["best"] for p in lv["best"]["params"]))
+    head = [*names, "bits", "done", "pruned", "failed", "baseline", "tuned", "trial", *params]
+    lines = []
+    for lv in levels:
+        best, base, c = lv["best"] or {}, lv["baseline"] or {}, lv["counts"]
+        lines.append(
+            [
+                *(str(lv["knobs"].get(k, "—")) for k in names),
+                f"{lv['complexity_bits']:.2f}",
+                str(c["complete"]),
+                str(c["pruned"]),
+                str(c["fail"]),
+                fmt(base.get("mean")) if base.get("state") != "fail" else "failed",
+                fmt(best.get("mean")),
+                str(best.get("trial", "—")),
+                *(
+                    fmt(best.get("params", {}).get(p), ".3g")
+                    if not isinstance(best.get("params", {}).get(p), str)
+                    else best["params"][p]
+                    for p in params
+                ),
+            ]
+        )
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
+    title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (mean over seeds)"
+    rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
+    return "\n".join([title, *rows, *(" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)])
+
+
+def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+    """Objective per trial (pruned: last reported value; failed: red, at the bottom), best so far."""
+    cols = min(4, len(studies))
+    rows = math.ceil(len(studies) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    for ax, lv, study in zip(axes.flat, levels, studies):
+        maximize = study.directions[0] == optuna.study.StudyDirection.MAXIMIZE
+        done = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.number)
+        ax.scatter([t.number for t in done], [t.values[0] for t in done], s=12, color="C0", label="complete")
+        pruned = [
+            t for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)) if t.intermediate_values
+        ]
+        ax.scatter(
+            [t.number for t in pruned],
+            [t.intermediate_values[max(t.intermediate_values)] for t in pruned],
+            s=12,
+            marker="x",
+            color="gray",
+            label="pruned (last report)",
+        )
+        failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+        for t in failed:
+            ax.axvline(t.number, color="C3", lw=0.6, alpha=0.5)
+        if done:
+            best, xs, ys = None, [], []
+            for t in done:
+                v = t.values[0]
+                best = v if best is None or (v > best if maximize else v < best) else best
+                xs.append(t.number)
+                ys.append(best)
+            ax.step(xs, ys, where="post", color="C1", label="best so far")
+        if lv["baseline"] and lv["baseline"]["values"]:
+            ax.axhline(lv["baseline"]["values"][0], color="k", ls="--", lw=0.8, label="baseline trial")
+        ax.set_title(study.study_name, fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(studies) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6)
+    fig.supxlabel("trial", fontsize=8)
+    fig.supylabel("objective (first value)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def importances(study: optuna.Study) -> dict[str, float]:
+    """Normalized importance of each searched parameter for the first objective ({} if too few
+    complete trials or nothing varied)."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if len(done) < 3:
+        return {}
+    target = None  # single objective: PED-ANOVA follows the study's direction
+    if len(study.directions) > 1:  # a target is read as lower-is-better
+        sign = -1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else 1.0
+        target = lambda t: sign * t.values[0]  # noqa: E731
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return optuna.importance.get_param_importances(study, target=target)
+    except (ValueError, RuntimeError, ZeroDivisionError):  # e.g. a single distinct value
+        return {}
+
+
+def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+    table = [importances(s) for s in studies]
+    params = sorted({p for row in table for p in row})
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(1, len(params)), 0.9 + 0.35 * len(studies)))
+    grid = [[row.get(p, float("nan")) for p in params] for row in table]
+    image = ax.imshow(grid if params else [[float("nan")]], cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(params)), params, rotation=30, ha="right", fontsize=7)
+    ax.set_yticks(range(len(studies)), [lv["study"] for lv in levels], fontsize=7)
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            if not math.isnan(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="w" if v < 0.6 else "k")
+    fig.colorbar(image, ax=ax, fraction=0.05)
+    ax.set_title("hyperparameter importance (PED-ANOVA; blank: < 3 complete trials)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
+    """The success metric vs complexity: baseline hyperparameters vs the best trial (seed range)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for key, label, color, dx in (
+        ("baseline", "baseline hyperparameters", "C7", -0.03),
+        ("best", "tuned (best trial)", "C0", 0.03),
+    ):
+        pts = [lv for lv in levels if lv[key] and lv[key]["seeds"]]
+        xs = [lv["complexity_bits"] + dx for lv in pts]
+        means = [lv[key]["mean"] for lv in pts]
+        err = [
+            [m - min(lv[key]["seeds"]) for m, lv in zip(means, pts)],
+            [max(lv[key]["seeds"]) - m for m, lv in zip(means, pts)],
+        ]
+        ax.errorbar(
+            xs,
+            means,
+            yerr=err if pts else None,
+            fmt="o",
+            color=color,
+            capsize=2,
+            ms=4,
+            label=f"{label}: mean (min-max) over seeds",
+        )
+    ordered = sorted(levels, key=lambda lv: lv["complexity_bits"])
+    ax.plot(
+        [lv["complexity_bits"] for lv in ordered],
+        [lv["chance"] for lv in ordered],
+        "--",
+        color="gray",
+        label="chance",
+    )
+    for lv in ordered:
+        ax.annotate(
+            ",".join(str(v) for v in lv["knobs"].values()),
+            (lv["complexity_bits"], 0),
+            xycoords=("data", "axes fraction"),
+            fontsize=6,
+            textcoords="offset points",
+            xytext=(0, 3),
+            ha="center",
+        )
+    ax.set_xlabel("task complexity (bits)")
+    ax.set_ylabel(levels[0]["metric"] if levels else "metric")
+    ax.set_title("with and without hyperparameter optimization", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def hpo_report(store: Store) -> list[Path]:
+    """best_trials.jsonl and report/: hpo.md with the table and the three figures."""
+    levels, studies = summarize(store)
+    write_best_trials(store, levels)
+    store.report_path.mkdir(exist_ok=True)
+    figures = [
+        plot_history(levels, studies, store.report_path / "hpo_history.png"),
+        plot_importances(levels, studies, store.report_path / "hpo_importance.png"),
+        plot_best_vs_difficulty(levels, store.report_path / "hpo_best_vs_difficulty.png"),
+    ]
+    improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["mean"] is not None]
+    sign = 1.0 if levels and levels[0]["higher_is_better"] else -1.0
+    gains = [sign * (lv["best"]["mean"] - lv["baseline"]["mean"]) for lv in improved]
+    note = (
+        f"Tuning changed {levels[0]['metric']} by {statistics.median(gains):+.3f} (median over "
+        f"{len(gains)} levels; positive = better than the baseline hyperparameters)."
+        if gains
+        else "No level has both a finished baseline and a best trial."
+    )
+    images = "\n".join(f"![{p.stem}]({p.name})" for p in figures)
+    table = format_table(levels)
+    text = f"# {store.root.name}: hyperparameter search\n\n```\n{table}\n```\n\n{note}\n\n{images}\n"
+    write_atomic(store.report_path / "hpo.md", text)
+    return [store.report_path / "hpo.md", *figures]

@@ -1,0 +1,97 @@
+"""Position and number embeddings: sinusoidal and rotary positions, angular numbers.
+
+Positions (`ModelConfig.pos_encoding`): 'sinusoidal' adds the fixed sin/cos table of [1],
+'learned' a trained table (in transformer.py), 'rotary' rotates every query and key pair of
+features (x_i, x_{i+D/2}) by the angle t·θ_i, θ_i = 10000^(-2i/D), at position t [2], so the
+score of positions (s, t) depends on s - t only; nothing is added to the residual stream.
+
+Angular numbers (`angular`, after [3]): a task whose token ids 0, 1, ..., n-1 are the numbers
+0..n-1 modulo N can show them to the model as the point (cos 2πn/N, sin 2πn/N) on the circle
+instead of a free table row ('input': a learned 2 -> d_model map of that point), and/or read
+its answer c in [0, N) as an angle ('output': the head emits a 2-vector u and the logit of
+class c is u · (cos 2πc/N, sin 2πc/N), a von Mises likelihood whose concentration is |u|).
+Both are periodic in N by construction. N comes from `angular_n`, or from the task when 0 (see
+`task_numbers`); the numeric token ids are [0, angular_tokens), N of them when 0.
+
+[1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
+[2] Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+[3] Saxena et al. 2024, "Teaching Transformers Modular Arithmetic at Scale", arXiv:2410.03569.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxcap.models.config import ModelConfig
+from jaxcap.models.quantize import make_linear
+
+
+def sinusoidal_positions(seq_len: int, d_model: int) -> jax.Array:
+    """The fixed sin/cos table of [1], shape [seq_len, d_model]."""
+    pos = jnp.arange(seq_len, dtype=jnp.float32)[:, None]
+    i = jnp.arange(0, d_model, 2, dtype=jnp.float32)[None, :]
+    angle = pos / jnp.power(10000.0, i / d_model)
+    table = jnp.zeros((seq_len, d_model), jnp.float32)
+    table = table.at[:, 0::2].set(jnp.sin(angle))
+    return table.at[:, 1::2].set(jnp.cos(angle[:, : d_model // 2]))
+
+
+def rotary(x_BxTxHxD: jax.Array) -> jax.Array:
+    """Rotary position embedding [2] of queries or keys (D even), computed in float32."""
+    t, d = x_BxTxHxD.shape[1], x_BxTxHxD.shape[-1]
+    freq = 1.0 / jnp.power(10000.0, jnp.arange(0, d // 2, dtype=jnp.float32) * 2.0 / d)
+    angle_TxF = jnp.arange(t, dtype=jnp.float32)[:, None] * freq[None, :]
+    cos, sin = jnp.cos(angle_TxF)[None, :, None, :], jnp.sin(angle_TxF)[None, :, None, :]
+    x = x_BxTxHxD.astype(jnp.float32)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).astype(x_BxTxHxD.dtype)
+
+
+def angular_features(n: jax.Array, modulus: int) -> jax.Array:
+    """(cos 2πn/N, sin 2πn/N) in float32, shape n.shape + (2,). Exactly periodic in N for
+    integer n: the angle is taken of n mod N."""
+    angle = 2.0 * math.pi * (jnp.asarray(n) % modulus).astype(jnp.float32) / modulus
+    return jnp.stack([jnp.cos(angle), jnp.sin(angle)], axis=-1)
+
+
+def angular_logits(u: jax.Array, n_outputs: int, modulus: int) -> jax.Array:
+    """Logits of classes 0..n_outputs-1 from the head's 2-vectors u [..., 2]: u · e_c."""
+    e_Cx2 = angular_features(jnp.arange(n_outputs), modulus)
+    return jnp.einsum("...f,cf->...c", u.astype(jnp.float32), e_Cx2)
+
+
+class NumberEmbed(nnx.Module):
+    """Token embedding in which ids [0, n) are numbers embedded by angle, the rest by a table."""
+
+    def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs):
+        self.n, self.modulus, self.d_model = cfg.angular_numbers, cfg.angular_n, cfg.d_model
+        self.dtype = cfg.compute_jnp_dtype
+        self.table = nnx.Embed(
+            cfg.vocab_size - self.n,
+            cfg.d_model,
+            dtype=cfg.compute_jnp_dtype,
+            param_dtype=cfg.param_jnp_dtype,
+            embedding_init=nnx.initializers.normal(1.0 / math.sqrt(cfg.d_model)),
+            rngs=rngs,
+        )
+        self.angle = make_linear(cfg, 2, cfg.d_model, rngs)
+
+    def __call__(self, tokens_BxT: jax.Array) -> jax.Array:
+        words = self.table(jnp.maximum(tokens_BxT - self.n, 0)) * math.sqrt(self.d_model)
+        numbers = self.angle(angular_features(tokens_BxT, self.modulus).astype(self.dtype))
+        return jnp.where((tokens_BxT < self.n)[..., None], numbers, words).astype(self.dtype)
+
+
+def task_numbers(task: Any) -> int:
+    """N of a task whose token ids 0..N-1 and answers 0..N-1 are the residues mod N; 0 if the
+    task has none. Known: binop's add/sub/mul/div (N = p). Other tasks set `angular_n` (and
+    `angular_tokens` if their numeric tokens are not 0..N-1) explicitly, e.g. modulo: its digit
+    tokens 0..base-1 with N = base for the input, or N = modulus for an unswept output."""
+    if task.spec.family == "binop" and task.operation != "perm":
+        return task.p
+    return 0

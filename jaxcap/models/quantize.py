@@ -1,0 +1,66 @@
+"""Quantization-aware training: weights (and optionally activations) fake-quantized to k bits.
+
+With `ModelConfig.qat_bits = k` (k in 2, 3, 4, 8) every weight matrix — linear kernels,
+embedding tables, learned positions, i.e. every parameter with ndim >= 2 — is replaced in the
+forward pass by its k-bit affine quantization per tensor [2]: the 2^k levels
+lo + i·(hi - lo)/(2^k - 1), i = 0..2^k - 1, spanning the tensor's current [min, max]; each
+weight is rounded to the nearest level. Biases, norm scales and gates stay in float, as the
+integer kernels of [2] keep 32-bit biases. The float weights are the ones trained: the gradient
+passes through the rounding unchanged, the straight-through estimator of [1].
+
+`qat_activations=True` also quantizes the input of every linear layer to k bits with the same
+rule, using the range of the tensor at hand (per member and batch; [2] tracks a moving range,
+which a stateless forward cannot). Weight quantization happens in `make_apply` (the forward
+that training and evaluation use), so the module and its parameter tree are the float ones.
+
+[1] Bengio, Léonard & Courville 2013, "Estimating or Propagating Gradients Through Stochastic
+    Neurons for Conditional Computation", arXiv:1308.3432.
+[2] Jacob et al. 2018, "Quantization and Training of Neural Networks for Efficient
+    Integer-Arithmetic-Only Inference", arXiv:1712.05877.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+def fake_quant(x: jax.Array, bits: int) -> jax.Array:
+    """x rounded to 2^bits evenly spaced levels over [min x, max x], with a straight-through
+    gradient (d out / d x = 1). The forward value is exactly the quantized one."""
+    lo = jax.lax.stop_gradient(jnp.min(x))
+    hi = jax.lax.stop_gradient(jnp.max(x))
+    step = (hi - lo) / (2**bits - 1)
+    step = jnp.where(step > 0, step, jnp.ones_like(step))  # a constant tensor is already quantized
+    q = jnp.round((jax.lax.stop_gradient(x) - lo) / step) * step + lo
+    # q + (x - x): exactly q forward (x - x is exactly 0), gradient 1 with respect to x. The
+    # usual x + stop_gradient(q - x) can land one ulp off a level.
+    return q + (x - jax.lax.stop_gradient(x))
+
+
+def quantize_params(params: Any, bits: int) -> Any:
+    """Every weight matrix (ndim >= 2) fake-quantized to `bits`; vectors are kept."""
+    return jax.tree.map(lambda p: fake_quant(p, bits) if p.ndim >= 2 else p, params)
+
+
+class QuantLinear(nnx.Linear):
+    """`nnx.Linear` whose input is fake-quantized to `act_bits` (the kernel is quantized with the
+    rest of the weights in `make_apply`)."""
+
+    def __init__(self, *args, act_bits: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.act_bits = act_bits
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return super().__call__(fake_quant(x, self.act_bits))
+
+
+def make_linear(cfg, d_in: int, d_out: int, rngs: nnx.Rngs, use_bias: bool = True) -> nnx.Linear:
+    """A linear layer in the model's dtypes; quantizes its input when `cfg.qat_activations`."""
+    kwargs = dict(use_bias=use_bias, dtype=cfg.compute_jnp_dtype, param_dtype=cfg.param_jnp_dtype, rngs=rngs)
+    if cfg.qat_activations:
+        return QuantLinear(d_in, d_out, act_bits=cfg.qat_bits, **kwargs)
+    return nnx.Linear(d_in, d_out, **kwargs)

@@ -1,0 +1,196 @@
+"""Optuna plumbing of a sweep: storage, sampler, pruner, one study per task level, the budget as
+a queue of trials that workers claim, and the objective with its seed aggregation.
+
+The budget of a study is created once, with the study, as `n_trials` WAITING trials (the first
+is the baseline: the config's own hyperparameters). A worker claims waiting trials exactly as
+`Study.ask` pops enqueued ones — an atomic RUNNING transition in the storage — but never creates
+new ones, so any number of workers on one storage finish the budget with no trial run twice
+and none beyond it. Each claimed trial is tagged with its worker (the workdir) and its round,
+because ask/tell records no heartbeats: a rerun of a killed worker finds its own RUNNING trials
+and resumes that round from its checkpoint, so no trial is lost and none is failed.
+
+[1] Akiba et al. 2019, "Optuna", arXiv:1907.10902.
+[2] Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization" (TPE), NeurIPS.
+[3] Li et al. 2018, "Hyperband", JMLR 18(185), arXiv:1603.06560.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import FrozenTrial, TrialState
+
+from jaxcap.search_space import baseline_params, parse_space
+
+
+def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
+    """'' -> sqlite study.db in the workdir; 'journal' -> study.log there; an RDB URL; a path
+    ending in .db (SQLite) or .log (journal file, the simplest choice for several workers)."""
+    if spec in ("", "journal"):
+        spec = str(Path(root).resolve() / ("study.log" if spec == "journal" else "study.db"))
+    if "://" not in spec:
+        Path(spec).parent.mkdir(parents=True, exist_ok=True)
+    if spec.endswith(".log") and "://" not in spec:
+        return optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(str(Path(spec).resolve()))
+        )
+    url = spec if "://" in spec else f"sqlite:///{Path(spec).resolve()}"
+    # several processes on one SQLite file wait for its lock instead of failing (optuna#820)
+    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+
+
+def sampler_seed(seed: int, level: int, first_trial: int) -> int:
+    """The sampler seed of a round: a function of the trial numbers it serves, so a resumed round
+    draws what the killed one drew and two workers (disjoint trials) never draw alike."""
+    return int(np.random.SeedSequence([seed, level, first_trial]).generate_state(1)[0])
+
+
+def make_sampler(study_cfg: Any, seed: int, level: int) -> optuna.samplers.BaseSampler:
+    kind = study_cfg.sampler
+    if kind == "qmc":  # pass the config seed: one scrambled sequence for every round and worker
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.QMCSampler(scramble=True, seed=seed + level)
+    if kind == "tpe":  # constant liar (the v5 default) repels the other trials of a batch
+        return optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=study_cfg.n_startup_trials, constant_liar=True
+        )
+    if kind == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=study_cfg.n_startup_trials)
+    if kind == "nsga2":
+        return optuna.samplers.NSGAIISampler(population_size=max(2, study_cfg.batch_trials), seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def make_pruner(study_cfg: Any, train_cfg: Any) -> optuna.pruners.BasePruner:
+    """Intermediate values are reported in training steps, one per eval (every chunk)."""
+    if study_cfg.pruner == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=study_cfg.prune_startup_trials, n_warmup_steps=study_cfg.prune_warmup_steps
+        )
+    if study_cfg.pruner == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=train_cfg.chunk_steps, reduction_factor=3)
+    if study_cfg.pruner == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=train_cfg.chunk_steps, max_resource=train_cfg.steps, reduction_factor=3
+        )
+    return optuna.pruners.NopPruner()
+
+
+def levels(config: Any) -> list[dict[str, Any]]:
+    """The task levels of a config (the grid of config.sweep.task); one study each."""
+    grid = {k: tuple(v) for k, v in config.sweep.task.items() if len(v)}
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+
+
+def study_name(config: Any, family: str, level: dict[str, Any]) -> str:
+    prefix = config.study.name or family
+    return prefix + ("/" + ",".join(f"{k}={v}" for k, v in level.items()) if level else "")
+
+
+def directions(study_cfg: Any, higher_is_better: bool) -> list[str]:
+    first = "maximize" if higher_is_better else "minimize"
+    return [first, "minimize"] if study_cfg.objective == "multi" else [first]
+
+
+def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -> list[optuna.Study]:
+    """Load (or create, with its budget queued) the study of every level."""
+    storage = make_storage(config.study.storage, root)
+    space = parse_space(config.search)
+    studies = []
+    for i, level in enumerate(levels(config)):
+        name = study_name(config, family, level)
+        pruner = make_pruner(config.study, config.train)
+        try:
+            study = optuna.create_study(
+                study_name=name, storage=storage, directions=directions(config.study, higher_is_better)
+            )
+            created = True
+        except optuna.exceptions.DuplicatedStudyError:
+            created = False
+        sampler = make_sampler(config.study, sampler_seed(config.seed, i, 0), i)  # reseeded per round
+        study = optuna.load_study(study_name=name, storage=storage, pruner=pruner, sampler=sampler)
+        if created or not study.get_trials(deepcopy=False):  # the creator queues the budget
+            if config.study.baseline:
+                study.enqueue_trial(baseline_params(config, space), user_attrs={"baseline": True})
+            for _ in range(config.study.n_trials - int(config.study.baseline)):
+                study.enqueue_trial({})
+        studies.append(study)
+    return studies
+
+
+def claim(study: optuna.Study, n: int, owner: str, round_id: str) -> list[FrozenTrial]:
+    """Up to n waiting trials of `study`, now RUNNING and tagged as this worker's round."""
+    storage, trials = study._storage, []
+    for frozen in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if len(trials) == n:
+            break
+        try:  # Study.ask's own claim (_pop_waiting_trial_id); False: another worker was first
+            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
+                continue
+        except UpdateFinishedTrialError:
+            continue
+        storage.set_trial_user_attr(frozen._trial_id, "worker", owner)
+        storage.set_trial_user_attr(frozen._trial_id, "round", round_id)
+        trials.append(storage.get_trial(frozen._trial_id))
+    return trials
+
+
+def leftover_round(
+    studies: list[optuna.Study], owner: str
+) -> tuple[str, list[tuple[int, FrozenTrial]]] | None:
+    """A round this worker left unfinished (a RUNNING trial of its own), with all its trials."""
+    for study in studies:
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if t.user_attrs.get("worker", owner) != owner:
+                continue  # another worker's, still running (or to be resumed by that worker)
+            round_id = t.user_attrs.get("round")
+            if round_id is None:  # killed between its claim and its tags: adopt it
+                round_id = uuid.uuid4().hex[:8]
+                study._storage.set_trial_user_attr(t._trial_id, "worker", owner)
+                study._storage.set_trial_user_attr(t._trial_id, "round", round_id)
+            found = [
+                (level, trial)
+                for level, s in enumerate(studies)
+                for trial in s.get_trials(deepcopy=False)
+                if trial.user_attrs.get("round") == round_id and trial.user_attrs.get("worker") == owner
+            ]
+            return round_id, found
+    return None
+
+
+def member_values(final: dict[str, Any], spec: Any, study_cfg: Any) -> tuple[float, ...] | None:
+    """The objective of one member from its metrics; None when a value is missing (diverged)."""
+    val, gap = final.get(spec.success_metric), final.get("gap")
+    if val is None or gap is None or not (np.isfinite(val) and np.isfinite(gap)):
+        return None
+    if study_cfg.objective == "multi":
+        return (float(val), float(gap))
+    if study_cfg.objective == "val" or spec.success_metric.startswith("train_"):
+        return (float(val),)  # memorization tasks succeed on train: a gap is what they measure
+    # generalization gap: positive when train beats val (oriented by higher_is_better)
+    sign = 1.0 if spec.higher_is_better else -1.0
+    return (float(val) - sign * study_cfg.gap_penalty * max(float(gap), 0.0),)
+
+
+def aggregate(per_seed: list[tuple[float, ...]], finals: list[dict], spec: Any) -> tuple[list[float], dict]:
+    """Mean over seeds (what `tell` receives) and the seed spread (trial user attributes)."""
+    values = np.asarray(per_seed, np.float64)  # [S, objectives]
+    ddof = 1 if len(values) > 1 else 0
+    attrs = {
+        "seed_values": values.tolist(),
+        "seed_std": values.std(0, ddof=ddof).tolist(),
+        "seed_min": values.min(0).tolist(),
+        "seed_max": values.max(0).tolist(),
+        spec.success_metric: [f[spec.success_metric] for f in finals],
+        "gap": [f["gap"] for f in finals],
+    }
+    return values.mean(0).tolist(), attrs

@@ -1,0 +1,224 @@
+"""Bits stored: hand-computed cases, honest memorization of a tiny dataset (equal to its entropy
+within 1 %) and a plateau far beyond a tiny model; saturation, plateau, budgets and the fits;
+configs/capacity.py:smoke end to end."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcap import capacity, capacity_fit, tasks
+from jaxcap.models import ModelConfig
+from jaxcap.population import DEFAULT_HPARAMS, grid_members, stack
+from jaxcap.train import TrainSettings, make_population
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bits(logits, targets, weights=None):
+    weights = jnp.ones(targets.shape, jnp.float32) if weights is None else weights
+    return {k: np.asarray(v, np.float64) for k, v in capacity.item_scores(logits, targets, weights).items()}
+
+
+def test_hand_computed_bits():
+    n, k = 12, 8
+    targets = jnp.arange(n, dtype=jnp.int32) % k
+    perfect = 100.0 * jax.nn.one_hot(targets, k)
+    assert _bits(perfect, targets)["bits"].sum() == pytest.approx(n * math.log2(k), rel=1e-6)
+    assert _bits(perfect, targets)["exact"].sum() == n
+    assert _bits(jnp.zeros((n, k)), targets)["bits"].sum() == pytest.approx(0.0, abs=1e-5)
+    # half the entropy: probability 1/sqrt(8) on the answer costs 1.5 of log2 8 = 3 bits
+    half = jnp.where(jax.nn.one_hot(targets, k) > 0, math.log(k - 1) - math.log(math.sqrt(k) - 1), 0.0)
+    got = _bits(half, targets)
+    np.testing.assert_allclose(got["ce_bits"], 1.5, rtol=1e-5)
+    assert got["bits"].sum() == pytest.approx(n * 1.5, rel=1e-5)
+    # worse than uniform stores nothing (clipped), and counts against the net bits
+    wrong = -100.0 * jax.nn.one_hot(targets, k)
+    assert _bits(wrong, targets)["bits"].sum() == 0.0 and _bits(wrong, targets)["net_bits"].sum() < 0
+    # unscored items store nothing; a class mask makes K the number of valid classes
+    assert _bits(perfect, targets, jnp.zeros((n,)))["bits"].sum() == 0.0
+    four = targets % 4
+    masked = capacity.item_scores(100.0 * jax.nn.one_hot(four, k), four, jnp.ones((n,)), jnp.arange(k) < 4)
+    assert float(masked["bits"].sum()) == pytest.approx(n * 2.0, rel=1e-6)
+
+
+def test_sequence_items_are_clipped_as_a_whole():
+    v = 4  # two scored tokens per item: one perfect (+2 bits), one at 1/8 (-1 bit) -> 1 bit
+    targets = jnp.array([[1, 2, 0]], jnp.int32)
+    weights = jnp.array([[1.0, 1.0, 0.0]])
+    good = 100.0 * jax.nn.one_hot(targets[:, :1], v)
+    p = 1.0 / 8.0  # logits giving probability p to class 2 among 4
+    bad = jnp.log(jnp.array([(1 - p) / 3, (1 - p) / 3, p, (1 - p) / 3]))[None, None]
+    logits = jnp.concatenate([good, bad, jnp.zeros((1, 1, v))], axis=1)
+    got = _bits(logits, targets, weights)
+    assert got["bits"][0] == pytest.approx(1.0, abs=1e-4) and got["ce_bits"][0] == pytest.approx(
+        3.0, abs=1e-4
+    )
+    assert got["exact"][0] == 0.0
+
+
+def test_totals_sum_in_float64_over_the_first_n_items():
+    scores = {name: np.full((2, 5000), 0.1, np.float32) for name in ("bits", "net_bits", "ce_bits", "exact")}
+    out = capacity.totals(scores, [5000, 10])
+    assert out[0]["bits_stored"] == pytest.approx(500.0, rel=1e-7)  # 5000 x float32(0.1), summed exactly
+    assert out[1]["bits_stored"] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_budgets_of_the_seed_baseline():
+    model = {"n_heads": 8, "d_head": 32, "param_dtype": "float32"}
+    got = capacity.budgets(model, 1_000_000)
+    assert got["head_budget_bits"] == 8192 and got["storage_budget_bits"] == 32_000_000
+
+
+def test_saturation_plateau_and_growth():
+    rising = np.array([[0, 100], [50, 101], [90, 101], [120, 101.5]], np.float64)  # [eval, member]
+    ceiling = np.array([1000.0, 1000.0])
+    np.testing.assert_array_equal(capacity.saturated(rising, 2, 0.02, 1.0, ceiling), [False, True])
+    assert not capacity.saturated(rising[:3], 2, 0.02, 1.0, ceiling).any()  # too short to judge
+    full = capacity.saturated(rising[:1], 2, 0.02, 1.0, np.array([1.0, 101.0]))
+    np.testing.assert_array_equal(full, [False, True])  # at its dataset bits: nothing left to gain
+    stop = capacity.make_stop_fn([100.0, 100.0], [100.0, 100.0], 1.0, window=1, tol=0.02)
+    loss = lambda bits: [(1.0 - b / 100.0) * math.log(2.0) for b in bits]  # noqa: E731
+    assert not stop({"last": {"train_loss": loss([10, 10]), "diverged": [0, 0]}})
+    assert not stop({"last": {"train_loss": loss([50, 10.1]), "diverged": [0, 0]}})
+    assert stop({"last": {"train_loss": loss([50.5, 10.1]), "diverged": [0, 0]}})
+    assert capacity.sizes_for((0.5, 1.0, 1.01), 1000, 60.0) == [8, 17]
+    sizes, data = [10, 20, 40], [100.0, 200.0, 400.0]
+    assert capacity.plateaued(sizes, [100.0, 150.0, 152.0], data, 0.05)
+    assert not capacity.plateaued(sizes, [100.0, 150.0, 200.0], data, 0.05)  # still growing
+    assert not capacity.plateaued(sizes, [100.0, 200.0, 204.0], [100.0, 200.0, 205.0], 0.05)  # all stored
+    assert capacity.next_sizes([16, 32, 64], 2.0, 2) == [128, 256]
+
+
+def test_fits_recover_known_laws():
+    p = np.array([1e3, 3e3, 1e4, 3e4, 1e5])
+    assert capacity_fit.slope(p, 2.0 * p) == pytest.approx(2.0)
+    theta = capacity_fit.power_law_fit(p, 5.0 * p**0.8)
+    assert np.exp(theta[0]) == pytest.approx(5.0) and theta[1] == pytest.approx(0.8)
+    held = capacity_fit.held_out(
+        capacity_fit.power_law_fit, capacity_fit.power_law_predict, p[:, None], 5 * p**0.8
+    )
+    assert capacity_fit.mape(held, 5 * p**0.8) < 1e-6
+    h = np.array([1, 2, 4, 8, 1, 2, 4, 8, 2, 4])
+    n = np.array([8, 8, 8, 8, 32, 32, 32, 32, 16, 16])
+    b = np.array([16, 32, 64, 128, 32, 64, 16, 64, 128, 32])
+    truth = np.array([40.0, 0.1, -0.5, 1.0, 2.0, 3.0, 10.0])
+    c = capacity_fit.ecm_predict(truth, h, n, b)
+    fitted = capacity_fit.ecm_fit(h, n, b, c)
+    assert capacity_fit.mape(capacity_fit.ecm_predict(fitted, h, n, b), c) < 1.0
+
+
+def _memorize(n_sizes, d_model, steps):
+    task = tasks.build(
+        {"name": "random_labels", "vocab_size": 32, "seq_len": 8, "n_classes": 16},
+        {"dataset_size": list(n_sizes)},
+    )
+    model = ModelConfig.for_task(
+        task.spec, n_layers=1, d_model=d_model, n_heads=2, d_head=8, d_ff=4 * d_model
+    )
+    settings = TrainSettings(
+        steps=steps, chunk_steps=steps // 2, batch_size=64, eval_batch_size=1024, dropout=False
+    )
+    hp = {**DEFAULT_HPARAMS, "learning_rate": 1e-2}
+    members = grid_members(hp, {}, {"dataset_size": 0}, {"dataset_size": tuple(n_sizes)}, seeds=1)
+    program = make_population(settings, task, model)
+    keys, hparams = stack(members, 0)
+    state, data = program.init(keys, hparams), program.data(keys, hparams)
+    for _ in range(2):
+        state, _ = program.chunk(state, hparams, data)
+    scores = jax.device_get(capacity.make_scores(task, model, 1024)(state.params, hparams, data))
+    metrics = jax.device_get(program.evaluate(state, hparams, data))
+    sizes = list(n_sizes)
+    return task, capacity.totals(scores, sizes), metrics
+
+
+@pytest.mark.slow
+def test_tiny_dataset_is_memorized_and_a_huge_one_plateaus():
+    """One population: 48 items (192 bits) fit exactly; 4,096 items (16,384 bits) cannot fit in
+    ~2.5k parameters, and the fresh val set stays at chance (nothing generalizes)."""
+    task, (small, big), metrics = _memorize((48, 4096), d_model=16, steps=600)
+    entropy = task.complexity_bits({"dataset_size": 48})
+    assert small["exact_fraction"] == 1.0, small
+    assert abs(small["bits_stored"] - entropy) <= 0.01 * entropy, (small, entropy)
+    big_entropy = task.complexity_bits({"dataset_size": 4096})
+    assert big["bits_stored"] < 0.5 * big_entropy, big
+    assert big["bits_stored"] > small["bits_stored"]  # it did store more than the small set holds
+    assert (np.abs(metrics["val_accuracy"] - 1 / 16) < 0.06).all(), metrics["val_accuracy"]
+
+
+def test_capacity_smoke_end_to_end_then_report_and_resume(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "jaxcap.launch",
+        "--config",
+        "configs/capacity.py:smoke",
+        "--workdir",
+        str(tmp_path),
+    ]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "bits per parameter" in out.stdout and "C_mem" in out.stdout
+    rows = [json.loads(line) for line in (tmp_path / "capacity.jsonl").read_text().splitlines()]
+    assert {r["arch"] for r in rows} == {0, 1}
+    for arch in (0, 1):  # a round is added exactly while the curve has not plateaued (max 2 rounds)
+        mine = [r for r in rows if r["arch"] == arch]
+        last = max(r["round"] for r in mine)
+        for round_ in range(last + 1):
+            [summary] = capacity.summarize([r for r in mine if r["round"] <= round_], 0.05)
+            assert summary["plateau"] == (round_ == last) or round_ == last == 1
+        assert {r["dataset_size"] for r in mine if r["round"] == 0} == {4, 8}
+        assert {r["dataset_size"] for r in mine if r["round"] == 1} <= {16, 32}
+    assert all(0 <= r["bits_stored"] <= r["dataset_bits"] + 1e-6 for r in rows)
+    assert all(r["net_bits"] <= r["bits_stored"] + 1e-6 for r in rows)
+    for name in ("report.md", "capacity.json", "capacity_curve.png", "bits_per_param.png"):
+        assert (tmp_path / "report" / name).exists(), name
+    (tmp_path / "report" / "report.md").unlink()
+    from jaxcap.experiments import EXPERIMENTS
+    from jaxcap.store import Store
+
+    written = EXPERIMENTS["capacity"].report(Store(tmp_path))
+    assert (tmp_path / "report" / "report.md") in written
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "members x" not in again.stdout  # nothing retrained
+    assert (tmp_path / "capacity.jsonl").read_text().count("\n") == len(rows)
+
+
+def _smoke_config():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("capacity_config", ROOT / "configs" / "capacity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_config("smoke")
+
+
+def test_config_errors_name_the_field():
+    from jaxcap import capacity_run
+    from jaxcap.config import validate
+    from jaxcap.validate import ConfigError
+
+    config = _smoke_config()
+    validate(config)
+    capacity_run.check(config)
+    config.capacity.growth = 0.5
+    with pytest.raises(ConfigError, match=r"config\.capacity\.growth: got 0\.5"):
+        validate(config)
+    config = _smoke_config()
+    config.model.attention = "bidirectional"
+    with pytest.raises(ConfigError, match="config.model.attention: got 'bidirectional'; allowed: causal"):
+        capacity_run.check(config)
+    config = _smoke_config()
+    config.capacity.max_rounds = 16  # sizes 64 * 2^30: random labels could not stay distinct
+    config.task.name = "random_labels"
+    config.task.n_classes = 4
+    with pytest.raises(ConfigError, match="config.task.seq_len"):
+        capacity_run.check(config)

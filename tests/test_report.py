@@ -1,0 +1,81 @@
+"""jaxcap.report on a real workdir (the grokking smoke run: two buckets, so also that family's
+end-to-end check): the run writes every figure, and `python -m jaxcap.report --workdir D`
+rebuilds them from the workdir alone."""
+
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxcap import report
+from jaxcap.run import run
+from jaxcap.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = (
+    "accuracy_vs_complexity.png",
+    "success_vs_complexity.png",
+    "dynamics.png",
+    "generalization_gap.png",
+)
+
+
+@pytest.fixture(scope="module")
+def grokking_smoke(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("_grokking", ROOT / "configs" / "grokking.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config("smoke")
+    config.runtime.progress = False
+    workdir = tmp_path_factory.mktemp("grokking_smoke")
+    run(config, str(workdir))
+    return workdir
+
+
+def test_grokking_smoke_reports_steps_per_operation(grokking_smoke):
+    rows = Store(grokking_smoke).member_rows()
+    assert {r["bucket_label"] for r in rows} == {"task.operation=add", "task.operation=perm"}
+    assert len(rows) == 4 and all("steps_to_val_threshold" in r for r in rows)
+    bits = {r["bucket_label"]: r["complexity_bits"] for r in rows}
+    assert bits["task.operation=add"] == pytest.approx(math.log2(7))  # p = 7
+    assert bits["task.operation=perm"] == pytest.approx(math.log2(6))  # S_3
+
+
+def test_run_writes_figures_and_per_level_metrics(grokking_smoke):
+    text = (grokking_smoke / "report" / "report.md").read_text()
+    for name in FIGURES:
+        assert (grokking_smoke / "report" / name).stat().st_size > 10_000, name
+        assert f"({name})" in text
+    table = report.metrics_table(Store(grokking_smoke).member_rows())
+    lines = table.splitlines()
+    assert (
+        len(lines) == 3 and "val_accuracy" in lines[0] and "train_accuracy" in lines[0] and "gap" in lines[0]
+    )
+    assert "task.operation=perm" in table and "## Final metrics" in text
+
+
+def test_cli_rebuilds_the_report_from_the_workdir(grokking_smoke):
+    for name in FIGURES:
+        (grokking_smoke / "report" / name).unlink()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "jaxcap.report", "--workdir", str(grokking_smoke)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    for name in FIGURES:
+        assert (grokking_smoke / "report" / name).exists() and name in out.stdout
+
+
+def test_cli_refuses_a_directory_without_a_run(tmp_path):
+    with pytest.raises(SystemExit, match="holds no config.json"):
+        report.main(["--workdir", str(tmp_path / "nothing")])
+    assert not (tmp_path / "nothing").exists()

@@ -1,0 +1,247 @@
+"""Batched Optuna studies: a round is trials x seeds members with the suggested values, tell gets
+the seed means, pruned members stop updating, a search beats a bad baseline, and a killed or
+shared sweep ends with exactly its budget of trials."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+from conftest import killer as kill_after
+from optuna.trial import TrialState
+
+from jaxcap import study as study_lib
+from jaxcap import sweep
+from jaxcap.config import base_config, validate
+from jaxcap.population import HPARAM_NAMES, stack
+from jaxcap.search_space import add_study
+from jaxcap.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SMOKE = ["--config", "configs/modmod_hpo.py:smoke", "--config.runtime.progress=False"]
+
+
+def _config(moduli=(10,), n_trials=4, batch=4, steps=40):
+    """x mod N on 2-digit numbers (N = 10 is the last digit: learnable in ~100 steps)."""
+    c = add_study(base_config("modulo"))
+    c.task.update(base=10, digits=2, train_fraction=0.5, n_eval=256)
+    c.sweep.task.modulus = moduli
+    c.sweep.seeds = 2
+    c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
+    c.train.update(steps=steps, chunk_steps=steps // 4, batch_size=32)
+    c.eval.batch_size = 256
+    c.search.learning_rate = ("float", 1e-4, 3e-2, True)
+    c.study.update(n_trials=n_trials, batch_trials=batch, n_startup_trials=batch, storage="journal")
+    c.runtime.progress = False
+    return c
+
+
+def _objective(row, penalty=0.5):
+    return row["final"]["val_accuracy"] - penalty * max(row["final"]["gap"], 0.0)
+
+
+def test_a_round_is_trials_times_seeds_members_with_the_suggested_values(tmp_path):
+    c = _config(moduli=(10, 5), n_trials=6, batch=3)
+    c.search.update(dropout=("float", 0.0, 0.3), b2=("float", 0.9, 0.999))
+    c.search.pos_encoding = ("categorical", "sinusoidal", "learned")
+    validate(c)
+    studies = study_lib.open_studies(c, tmp_path, "modulo", True)
+    trials = [(lv, t) for lv, s in enumerate(studies) for t in study_lib.claim(s, 3, "me", "r0")]
+    assert len(trials) == 2 * 3  # levels x batch
+    planned = sweep.plan_round(c, studies, "r0", trials, study_lib.levels(c))
+    assert sum(len(b.members) for b, _ in planned) == 2 * 3 * 2  # x seeds
+    shapes = set()
+    for bucket, group in planned:
+        keys, hp = stack(bucket.members, c.seed)
+        for slot in group:
+            params = slot.study.trials[slot.number].params
+            assert bucket.model.pos_encoding == params["pos_encoding"]
+            shapes.add(params["pos_encoding"])
+            assert [bucket.members[i].seed for i in slot.members] == [0, 1]
+            for i in slot.members:
+                member = bucket.members[i]
+                assert member.trial == slot.number
+                assert (
+                    member.knobs["modulus"] == c.sweep.task.modulus[slot.level] == int(hp.task["modulus"][i])
+                )
+                for name in HPARAM_NAMES:
+                    expected = params.get(name, c.hparams[name])  # not searched: the config's value
+                    assert member.hparams[name] == expected
+                    assert np.float32(getattr(hp, name)[i]) == np.float32(expected)
+            if slot.number == 0:  # the enqueued baseline is the config's own values
+                assert params["learning_rate"] == c.hparams.learning_rate
+                assert params["pos_encoding"] == c.model.pos_encoding
+    assert len(planned) == len(shapes)  # one population per shape
+
+
+class PruneOddTrials(optuna.pruners.BasePruner):
+    def prune(self, study, trial):
+        return trial.number % 2 == 1 and trial.last_step >= 20
+
+
+def test_tell_gets_seed_means_and_pruned_trials_stop_updating(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_lib, "make_pruner", lambda *a: PruneOddTrials())
+    c = _config()
+    c.search.weight_decay = ("float", 0.0, 0.5)
+    validate(c)
+    store = Store(tmp_path)
+    (study,) = sweep.run_sweep(c, store)
+    rows = store.member_rows()
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.PRUNED] * 2
+    for trial in study.trials:
+        mine = sorted((r for r in rows if r["trial"] == trial.number), key=lambda r: r["seed"])
+        assert [r["seed"] for r in mine] == [0, 1] and {r["study"] for r in mine} == {study.study_name}
+        if trial.state == TrialState.COMPLETE:
+            per_seed = [_objective(r) for r in mine]
+            assert trial.values[0] == pytest.approx(np.mean(per_seed), rel=1e-12)
+            assert np.ravel(trial.user_attrs["seed_values"]) == pytest.approx(per_seed, rel=1e-12)
+            assert {r["status"] for r in mine} == {"ok"}
+        else:
+            assert {r["status"] for r in mine} == {"pruned"} and max(trial.intermediate_values) == 20
+    names, curves = store.curves(rows[0]["bucket"])  # [member, eval at 10/20/30/40, metric]
+    loss, chunk_loss = curves[:, :, names.index("train_loss")], curves[:, :, names.index("chunk_loss")]
+    for r in rows:
+        m = r["member"]
+        if r["status"] == "pruned":  # frozen after the eval at step 20: parameters never move again
+            assert loss[m, 1] == loss[m, 2] == loss[m, 3] and (chunk_loss[m, 2:] == 0).all()
+        else:
+            assert loss[m, 2] != loss[m, 1] and (chunk_loss[m] > 0).all()
+
+
+def test_a_batched_study_beats_a_bad_baseline_learning_rate(tmp_path):
+    c = _config(n_trials=8, batch=4, steps=100)
+    c.hparams.learning_rate = 1e-5  # deliberately bad: nothing moves in 100 steps
+    c.search.learning_rate = ("float", 1e-5, 3e-2, True)
+    c.study.pruner = "none"
+    validate(c)
+    (study,) = sweep.run_sweep(c, Store(tmp_path))
+    baseline = next(t for t in study.trials if t.user_attrs.get("baseline"))
+    best = study.best_trial
+    assert baseline.params["learning_rate"] == 1e-5 and len(study.trials) == 8
+    assert np.mean(best.user_attrs["val_accuracy"]) > np.mean(baseline.user_attrs["val_accuracy"]) + 0.5
+    assert best.params["learning_rate"] > 30 * baseline.params["learning_rate"]
+
+
+def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path):
+    c = _config(n_trials=4, batch=4)
+    c.hparams.learning_rate = 1e35  # the baseline trial diverges at its first step
+    c.search.learning_rate = ("categorical", 1e-3, 1e35)
+    c.study.sampler = "random"
+    validate(c)
+    store = Store(tmp_path / "mixed")
+    (study,) = sweep.run_sweep(c, store)
+    for trial in study.trials:
+        bad = trial.params["learning_rate"] == 1e35
+        assert trial.state == (TrialState.FAIL if bad else TrialState.COMPLETE)
+        assert trial.user_attrs.get("diverged_seeds", []) == ([0, 1] if bad else [])
+    assert {r["status"] for r in store.member_rows() if r["trial"] == 0} == {"diverged"}
+    assert {t.state for t in study.trials} == {TrialState.FAIL, TrialState.COMPLETE}  # seeded draws
+    c.search.learning_rate = ("categorical", 1e35, 1e36)  # every member diverges: the round ends
+    (study,) = sweep.run_sweep(c, store := Store(tmp_path / "all"))
+    assert {t.state for t in study.trials} == {TrialState.FAIL}
+    assert {r["steps"] for r in store.member_rows()} == {10}  # stopped at the first eval
+
+
+@pytest.mark.parametrize(
+    "sampler,pruner,objective",
+    [("nsga2", "none", "multi"), ("qmc", "hyperband", "val"), ("random", "halving", "penalized")],
+)
+def test_samplers_pruners_and_objectives_finish_their_budget(tmp_path, sampler, pruner, objective):
+    from jaxcap.hpo_report import hpo_report
+
+    c = _config(moduli=(10, 5), n_trials=4, batch=2)
+    c.study.update(sampler=sampler, pruner=pruner, objective=objective)
+    validate(c)
+    store = Store(tmp_path)
+    store.write_config(c.to_dict())
+    for study in sweep.run_sweep(c, store):
+        assert len(study.trials) == 4 and all(t.state.is_finished() for t in study.trials)
+        for t in study.trials:
+            if t.state == TrialState.COMPLETE:
+                rows = [
+                    r
+                    for r in store.member_rows()
+                    if r["study"] == study.study_name and r["trial"] == t.number
+                ]
+                val = np.mean([r["final"]["val_accuracy"] for r in rows])
+                expected = {"multi": [val, np.mean([r["final"]["gap"] for r in rows])], "val": [val]}
+                assert t.values == pytest.approx(
+                    expected.get(objective, [np.mean([_objective(r) for r in rows])])
+                )
+    assert all(p.exists() for p in hpo_report(store))
+
+
+# Dies like SIGKILL (nothing flushed or closed) right after the 6th eval was stored: inside the
+# second round (4 evals per round), after its first checkpoint.
+KILLER = kill_after(6)
+
+
+def _launch(*args, killer=False):
+    cmd = [sys.executable, "-c", KILLER] if killer else [sys.executable, "-m", "jaxcap.launch"]
+    return subprocess.Popen(
+        cmd + [*SMOKE, *args], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finish(proc, code=0):
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == code, f"exit {proc.returncode}\n{out[-3000:]}\n{err[-3000:]}"
+    return out
+
+
+def _smoke_config(storage=""):
+    spec = importlib.util.spec_from_file_location("modmod_hpo", ROOT / "configs" / "modmod_hpo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    c = module.get_config("smoke")
+    c.study.storage = storage
+    return c
+
+
+def _check_budget(c, storage_root, workdirs):
+    """Every study holds exactly its budget, all finished, each trial's seeds in one workdir."""
+    rows = [r for w in workdirs for r in Store(w).member_rows()]
+    storage = study_lib.make_storage(c.study.storage, storage_root)
+    for level in study_lib.levels(c):
+        name = study_lib.study_name(c, "modulo", level)
+        trials = optuna.load_study(study_name=name, storage=storage).trials
+        assert [t.number for t in trials] == list(range(c.study.n_trials))
+        assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) for t in trials)
+        seeds = sorted((r["trial"], r["seed"]) for r in rows if r["study"] == name)
+        assert seeds == [(t, s) for t in range(c.study.n_trials) for s in range(c.sweep.seeds)], name
+        for t in trials:
+            if t.state == TrialState.COMPLETE:
+                mine = [_objective(r) for r in rows if r["study"] == name and r["trial"] == t.number]
+                assert t.values[0] == pytest.approx(np.mean(mine), rel=1e-12)
+
+
+def test_kill_and_resume_finishes_the_budget_with_no_lost_or_duplicated_trials(tmp_path):
+    _finish(_launch("--workdir", str(tmp_path), killer=True), code=137)
+    assert len((tmp_path / "evals.jsonl").read_text().splitlines()) == 6 * 12  # 6 evals x 12 members
+    out = _finish(_launch("--workdir", str(tmp_path)))
+    assert "trials left by a killed run" in out
+    _check_budget(_smoke_config(), tmp_path, [tmp_path])
+    assert not any((tmp_path / "ckpt").iterdir())  # every round told, its checkpoints removed
+    best = [json.loads(line) for line in (tmp_path / "best_trials.jsonl").read_text().splitlines()]
+    assert len(best) == 3 * 2 and set(best[0]) == set(Store(tmp_path).member_rows()[0])
+    for name in ("hpo.md", "hpo_history.png", "hpo_importance.png", "hpo_best_vs_difficulty.png"):
+        assert (tmp_path / "report" / name).exists()
+
+
+def test_two_workers_share_one_journal_study(tmp_path):
+    storage = str(tmp_path / "shared.log")
+    c = _smoke_config(storage)
+    c.study.batch_trials = 1
+    validate(c)
+    study_lib.open_studies(c, tmp_path, "modulo", True)  # create once, then start workers
+    args = (f"--config.study.storage={storage}", "--config.study.batch_trials=1")
+    workers = [_launch(*args, "--workdir", str(tmp_path / f"w{i}")) for i in range(2)]
+    for w in workers:
+        _finish(w)
+    _check_budget(c, tmp_path, [tmp_path / "w0", tmp_path / "w1"])
