@@ -25,7 +25,7 @@ the default size).
 """
 
 from jaxcap.config import base_config, parse_arg
-from jaxcap.search_space import add_study
+from jaxcap.search_space import add_level_search
 
 MODULI = (2, 4, 5, 8, 10, 16, 20, 25, 40, 50, 80, 100, 160, 200, 400, 625)  # divisors of 10^4
 DATASET_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -45,6 +45,18 @@ DOMAINS = {
     "arc": dict(
         task=dict(name="arc", size=3, n_colours=4, n_demos=2, n_eval=256),
         levels=dict(level=tuple(range(15))),
+        overrides=CAUSAL,
+    ),
+    "arc_objects": dict(  # flood fill, symmetry completion, object counting (fixed, then inferred)
+        task=dict(name="arc", size=4, n_colours=4, n_demos=2, n_eval=256),
+        levels=dict(level=(15, 16, 17, 18, 19, 20)),
+        overrides=CAUSAL,
+    ),
+    "hmm": dict(
+        task=dict(
+            name="hmm", vocab=8, length=64, concentration=1.0, emission_concentration=0.2, stickiness=0.8
+        ),
+        levels=dict(states=(2, 4, 8, 16)),
         overrides=CAUSAL,
     ),
     "rna": dict(
@@ -91,22 +103,6 @@ def families(variant: str) -> dict:
     return out
 
 
-def add_search(c, smoke: bool):
-    """search='optuna': one study per level over lr, weight decay and warmup (the modmod_hpo space)."""
-    add_study(c)
-    c.experiment = "calibrate"
-    c.calibrate.search = "optuna"
-    c.search.update(
-        learning_rate=("float", 3e-4, 1e-2, True),
-        weight_decay=("float", 1e-3, 1.0, True),
-        warmup_steps=("float", 0.0, 300.0),
-    )
-    c.study.update(n_trials=8, batch_trials=4, n_startup_trials=4, pruner="none")
-    if smoke:
-        c.study.update(n_trials=2, batch_trials=2, n_startup_trials=2)
-        c.search.warmup_steps = ()
-
-
 def get_config(arg=None):
     variant = parse_arg(arg, ("smoke", "full", "hpo", "hpo_smoke", "domains"))
     c = base_config("modulo")  # config.task is unused: every family names its own task
@@ -140,5 +136,5 @@ def get_config(arg=None):
         c.calibrate.nuts.update(warmup=1000, samples=1000)
         c.note = "the seed baseline model at the seed design's scale"
     if variant in ("hpo", "hpo_smoke"):
-        add_search(c, smoke=variant == "hpo_smoke")
+        add_level_search(c, smoke=variant == "hpo_smoke")
     return c

@@ -3,6 +3,7 @@
     python -m jaxcap.launch --config configs/enhance.py          # 2-core CPU
     python -m jaxcap.launch --config configs/enhance.py:smoke    # seconds; used by the tests
     python -m jaxcap.launch --config configs/enhance.py:full     # the seed baseline, accelerator
+    python -m jaxcap.launch --config configs/enhance.py:combos   # + combinations of the best variants
 
 Every variant (a model switch of jaxcap/models/, as a bucket-style override) trains the same
 families, levels, seeds and steps as the baseline; one meta-model fit gives C per variant and
@@ -12,10 +13,20 @@ when the interval contains 1, a target 1.5x / 5x / 10x reached only when the int
 end is above it) and report/multipliers.png (forest plot). Dropout, weight decay and other
 training-side variants are not variants here (they are hparams: tune them with
 calibrate.search='optuna', which gives every variant its own studies).
+
+`:combos` runs the baseline, the BEST single variants and every combination of two and of all
+three (override strings joined with commas, checked by `jaxcap.enhance_variants.combine`: model
+fields only once each), 8 variants in one fit: the multiplier of a combination next to those of
+its parts shows whether gains compose. Any other list is one override away, e.g.
+    --config.calibrate.architectures="('', 'model.pos_encoding=rotary,model.norm_type=rms')"
+The report adds memorized bits and bits per parameter per variant (from the random-label runs),
+the precision curve when the variants hold two precisions (here float32 and 4-bit QAT), and the
+per-family breakdown (jaxcap/enhance_sections.py).
 """
 
 from jaxcap.config import parse_arg
 from jaxcap.enhance import enhance_config, memorization_family
+from jaxcap.enhance_variants import with_combinations
 
 VARIANTS = (
     "",  # the baseline: 2 layers, pre-LN LayerNorm, sinusoidal positions, float32
@@ -25,6 +36,9 @@ VARIANTS = (
     "model.qat_bits=4",
     "model.norm_type=rms,model.residual=dense",  # a combination
 )
+# the singles with the highest median multipliers at the default scale (README); learned
+# positions (configs/ablate.py) cannot combine with rotary ones: one pos_encoding per model
+BEST = ("model.pos_encoding=rotary", "model.norm_type=rms", "model.residual=dense")
 
 
 def families(variant: str) -> dict:
@@ -48,6 +62,9 @@ def families(variant: str) -> dict:
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg)
+    variant = parse_arg(arg, ("smoke", "full", "combos"))
     variants = VARIANTS[:2] if variant == "smoke" else VARIANTS
+    if variant == "combos":
+        variants = with_combinations(("", *BEST), BEST, sizes=(2, 3))
+        variant = "default"
     return enhance_config(families(variant), variants, variant)

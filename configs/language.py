@@ -1,4 +1,4 @@
-"""Language modelling with a known optimum (Markov chains, LL(1) PCFGs) and on Shakespeare.
+"""Language modelling with a known optimum (Markov chains, LL(1) PCFGs, HMMs) and on Shakespeare.
 
     python -m jaxcap.launch --config configs/language.py                      # Markov; CPU minutes
     python -m jaxcap.launch --config configs/language.py:smoke                # seconds; tests
@@ -7,6 +7,9 @@
     python -m jaxcap.launch --config configs/language.py:full                 # Markov, accelerator
     python -m jaxcap.launch --config configs/language.py:pcfg_full            # accelerator
     python -m jaxcap.launch --config configs/language.py:shakespeare_full     # accelerator
+    python -m jaxcap.launch --config configs/language.py:hmm                  # CPU minutes
+    python -m jaxcap.launch --config configs/language.py:hmm_smoke            # seconds; tests
+    python -m jaxcap.launch --config configs/language.py:hmm_full             # accelerator
 
 Causal LM, one prediction per position, scored by `val_excess_bits`: the model's cross-entropy
 minus the true process's, in bits per token (jaxcap/tasks/language.py); "learned" is an
@@ -16,6 +19,10 @@ Default (Markov): order-k chains over V = 8 symbols (Dirichlet(0.5) rows), k = 1
 levels, 2 seeds each, one program; complexity V^k (V - 1) free probabilities at the precision
 the threshold asks for. `:pcfg`: a random LL(1) grammar over 16 terminals (4 rules per
 nonterminal, 2 nonterminals per level, bodies of up to 2), depth 1 … 8 the levels.
+`:hmm`: a sticky hidden Markov model (jaxcap/tasks/hmm.py) with K = 2, 4, 8, 16 hidden states
+emitting V = 8 symbols (self-transition 0.8 + 0.2 Dirichlet(1) rows, Dirichlet(0.2) emission
+rows), optimum by the forward algorithm; complexity K (K - 1) + K (V - 1) free probabilities at
+the threshold's precision.
 `:shakespeare`: characters of the comedies, histories, problem plays and tragedies; val is the
 last 10% of each of those plays, val_ood the Roman plays and romances (another domain);
 the headline number is val bits per character.
@@ -26,13 +33,15 @@ machine is several times faster): default 1,054 s, orders 1 and 2 learned (exces
 0.021 bits/token), order 3 at 0.20, order 4 at 0.82 (chance 0.87). `:pcfg` 1,175 s, depths
 1-4 learned (excess <= 0.016), depth 6 at 0.17, depth 8 at 0.29. `:shakespeare` 1,023 s, val
 2.30-2.33 bits/char in domain (accuracy 0.52), 2.47-2.49 bits/char on the Roman plays and
-romances (val_ood).
+romances (val_ood). `:hmm` (load 4-5) 380 s wall: every K learned, excess 0.002-0.003 (K = 2),
+0.007 (4), 0.010-0.015 (8), 0.025-0.028 (16; 1,308 bits; chance 0.62); with
+`'--config.sweep.task.states=(32,64)'` (181 s) still 0.034-0.036 at K = 64 (17k bits).
 """
 
 from jaxcap.config import base_config, parse_arg
 
 VARIANTS = ("smoke", "full", "pcfg", "pcfg_smoke", "pcfg_full", "shakespeare", "shakespeare_smoke")
-VARIANTS += ("shakespeare_full",)
+VARIANTS += ("shakespeare_full", "hmm", "hmm_smoke", "hmm_full")
 
 
 def _common(c, steps, batch_size):
@@ -58,6 +67,8 @@ def get_config(arg=None):
         return _pcfg(variant)
     if variant.startswith("shakespeare"):
         return _shakespeare(variant)
+    if variant.startswith("hmm"):
+        return _hmm(variant)
     c = base_config("markov")
     c.task.update(vocab=8, order=1, length=64, concentration=0.5, n_eval=256)
     c.sweep.task.order = (1, 2, 3, 4)
@@ -95,6 +106,29 @@ def _pcfg(variant):
     elif variant == "pcfg_full":
         c.task.update(length=256, n_eval=1024)
         c.sweep.task.depth = (1, 2, 3, 4, 6, 8, 12, 16)
+        _full(c)
+    return c
+
+
+def _hmm(variant):
+    c = base_config("hmm")  # needs "hmm" in jaxcap.tasks.TASKS (jaxcap/tasks/hmm.py)
+    c.task.update(vocab=8, states=2, length=64, n_eval=256)
+    c.task.update(concentration=1.0, emission_concentration=0.2, stickiness=0.8)
+    c.sweep.task.states = (2, 4, 8, 16)
+    c.sweep.seeds = 2
+    _common(c, steps=2000, batch_size=32)
+    if variant == "hmm_smoke":
+        # doubles as the learning test: a 2-state HMM over 4 symbols to within 0.1 bits
+        c.task.update(vocab=4, states=2, length=32, n_eval=128)
+        c.sweep.task.states = ()
+        c.model.update(n_layers=1, d_model=32, n_heads=2, d_head=16, d_ff=64)
+        c.hparams.update(learning_rate=3e-3, warmup_steps=0.0)
+        c.train.update(steps=200, chunk_steps=100, batch_size=32)
+        c.eval.batch_size = 128
+        c.note = "smoke test: a 2-state HMM over 4 symbols, a tiny model for a few hundred steps"
+    elif variant == "hmm_full":
+        c.task.update(length=256, n_eval=1024)
+        c.sweep.task.states = (2, 4, 8, 16, 32, 64)
         _full(c)
     return c
 

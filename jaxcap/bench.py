@@ -3,6 +3,7 @@
     python -m jaxcap.bench                              # CPU defaults: small + baseline models
     python -m jaxcap.bench --models grok --sizes 1,64,256,1024   # accelerator
     python -m jaxcap.bench --study --models small       # Optuna trials per minute, batched vs one at a time
+    python -m jaxcap.bench --sharded --sizes 64,256     # P split over every device vs one device
 
 Prints one JSON document: for each model and population size P, the compile time, model-steps
 per second as one population, model-steps per second for the same P members trained one after
@@ -25,7 +26,7 @@ from pathlib import Path
 import jax
 from absl import app, flags, logging
 
-from jaxcap import tasks
+from jaxcap import sharding, tasks
 from jaxcap.models import ModelConfig, param_count
 from jaxcap.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.runtime import describe_devices, numerics
@@ -55,6 +56,7 @@ _STEPS = flags.DEFINE_integer("steps", 20, "Steps per chunk (one lax.scan).")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed chunks per measurement (after one warm-up).")
 _TRIALS = flags.DEFINE_integer("trials", 3, "Alternating population / one-after-another rounds (medians).")
 _PRECISION = flags.DEFINE_string("matmul_precision", "default", "fp32 matmul precision (default: backend's).")
+_SHARDED = flags.DEFINE_bool("sharded", False, "P members split over every device vs all on one device.")
 _STUDY = flags.DEFINE_bool("study", False, "Optuna trials per minute: batched vs one trial at a time.")
 _STUDY_TRIALS = flags.DEFINE_integer("study_trials", 8, "--study: trials per study, all in one batch.")
 _STUDY_STEPS = flags.DEFINE_integer("study_steps", 200, "--study: training steps per trial (2 seeds each).")
@@ -65,9 +67,14 @@ def _members(p: int, knobs: dict) -> list[Member]:
     return [Member(i, i, {**hp, "learning_rate": 1e-3 * (1 + i % 4)}, knobs) for i in range(p)]
 
 
+def _stacked(program, members: list[Member]):
+    keys, hp = stack(members, 0)
+    return (keys, hp) if program.mesh is None else sharding.put((keys, hp), program.mesh)
+
+
 def _compiled(program, members: list[Member]):
     """(compiled chunk, state, hparams, data, compile seconds) for these members."""
-    keys, hp = stack(members, 0)
+    keys, hp = _stacked(program, members)
     state, data = program.init(keys, hp), program.data(keys, hp)
     start = time.perf_counter()
     chunk = program.chunk.lower(state, hp, data).compile()
@@ -89,10 +96,7 @@ def measure(
 ) -> list[dict]:
     """Rates for each P; population and one-after-another runs alternate over `trials` rounds and
     the medians are reported, so a slow moment of a shared machine does not decide the ratio."""
-    model_kw, batch, task_cfg = PRESETS[name]
-    task = tasks.build(task_cfg)
-    model = ModelConfig.for_task(task.spec, **model_kw)
-    settings = TrainSettings(steps=steps * (repeats + 1), chunk_steps=steps, batch_size=batch, dropout=False)
+    task, model, settings, batch = _preset(name, steps, repeats)
     program = make_population(settings, task, model)
     solo = _compiled(program, _members(1, task.default_knobs()))
     results = []
@@ -101,7 +105,7 @@ def measure(
         chunk, state, hp, data, compile_s = solo if p == 1 else _compiled(program, members)
         population, sequential = [], []
         for _ in range(trials):
-            keys, hp = stack(members, 0)
+            keys, hp = _stacked(program, members)
             population.append(
                 p * steps * repeats / _seconds(chunk, program.init(keys, hp), hp, data, repeats)
             )
@@ -124,6 +128,53 @@ def measure(
         if sequential:
             seq = statistics.median(sequential)
             row.update(sequential_model_steps_per_s=round(seq, 1), speedup_vs_sequential=round(rate / seq, 3))
+        results.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    return results
+
+
+def _preset(name: str, steps: int, repeats: int):
+    model_kw, batch, task_cfg = PRESETS[name]
+    task = tasks.build(task_cfg)
+    model = ModelConfig.for_task(task.spec, **model_kw)
+    settings = TrainSettings(steps=steps * (repeats + 1), chunk_steps=steps, batch_size=batch, dropout=False)
+    return task, model, settings, batch
+
+
+def measure_sharded(name: str, sizes: list[int], steps: int, repeats: int, trials: int) -> list[dict]:
+    """Model-steps per second of P members split over every device vs all on one device (the
+    same P, alternating over `trials` rounds, medians). P must be a multiple of the device count.
+    On a CPU the devices are simulated (JAX_NUM_CPU_DEVICES) and share its cores: such a run
+    shows that the sharded program works, not a speed-up."""
+    task, model, settings, batch = _preset(name, steps, repeats)
+    n = len(jax.devices())
+    results = []
+    for p in sorted(sizes):
+        if p % n:
+            raise app.UsageError(f"--sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
+        members = _members(p, task.default_knobs())
+        runs = {}
+        for d in (n, 1):
+            program = make_population(settings, task, model, sharding.population_mesh(p, d))
+            runs[d] = (program, *_compiled(program, members))
+        rates: dict[int, list[float]] = {n: [], 1: []}
+        for _ in range(trials):
+            for d, (program, chunk, _, _, data, _) in runs.items():
+                keys, hp = _stacked(program, members)
+                seconds = _seconds(chunk, program.init(keys, hp), hp, data, repeats)
+                rates[d].append(p * steps * repeats / seconds)
+        sharded, single = statistics.median(rates[n]), statistics.median(rates[1])
+        row = {
+            "model": name,
+            "params": param_count(model),
+            "batch": batch,
+            "P": p,
+            "devices": n,
+            "compile_s": round(runs[n][-1], 2),
+            "sharded_model_steps_per_s": round(sharded, 1),
+            "single_device_model_steps_per_s": round(single, 1),
+            "speedup_vs_single_device": round(sharded / single, 3),
+        }
         results.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     return results
@@ -202,6 +253,9 @@ def main(argv):
         for name in _MODELS.value:
             if name not in PRESETS:
                 raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
+            if _SHARDED.value:
+                out["results"] += measure_sharded(name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value)
+                continue
             out["results"] += measure(
                 name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _MAX_SEQUENTIAL.value
             )

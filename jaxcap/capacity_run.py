@@ -25,16 +25,15 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxcap import capacity, capacity_report
+from jaxcap import capacity, capacity_report, sharding
 from jaxcap.checkpoint import PopulationCheckpoints
 from jaxcap.models import param_count
 from jaxcap.plan import Bucket, bucket_configs, plan
 from jaxcap.population import stack
-from jaxcap.run import train_bucket
+from jaxcap.run import population_program, train_bucket
 from jaxcap.runtime import numerics
 from jaxcap.store import Store, clean, read_jsonl, write_atomic
 from jaxcap.tasks.random_data import RandomData
-from jaxcap.train import make_population
 from jaxcap.validate import ConfigError
 
 ROWS = "capacity.jsonl"
@@ -111,13 +110,14 @@ def measure(
     bucket: Bucket, store: Store, arch: int, round_: int, cap: ml_collections.ConfigDict
 ) -> list[dict]:
     """capacity.jsonl rows of a trained bucket: bits stored per member from its last checkpoint."""
-    program = make_population(bucket.settings, bucket.task, bucket.model)
-    keys, hparams = stack(bucket.members, bucket.config.seed)
+    mesh = sharding.population_mesh(len(bucket.members), bucket.config.runtime.devices)
+    program = population_program(bucket.settings, bucket.task, bucket.model, mesh)
+    keys, hparams = sharding.put(stack(bucket.members, bucket.config.seed), mesh)
     ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)
-    state, cursor = ckpts.restore(jax.eval_shape(program.init, keys, hparams))
+    state, cursor = ckpts.restore(sharding.abstract(jax.eval_shape(program.init, keys, hparams), mesh))
     ckpts.close()
     scores = capacity.make_scores(bucket.task, bucket.model, bucket.settings.eval_batch_size)
-    host = jax.device_get(scores(state.params, hparams, program.data(keys, hparams)))
+    host = sharding.to_host(scores(state.params, hparams, program.data(keys, hparams)))
     sizes = [int(m.knobs["dataset_size"]) for m in bucket.members]
     # saturation, judged after the fact from the stored curve of the training loss
     names, curves = store.curves(bucket.name)
@@ -127,7 +127,7 @@ def measure(
     flat = capacity.saturated(
         series, cap.saturation_window, cap.saturation_tol, float(np.max(bits / targets)), bits
     )
-    diverged = np.asarray(state.diverged)
+    diverged = sharding.to_host(state.diverged)
     rows = []
     for i, (member, total) in enumerate(zip(bucket.members, capacity.totals(host, sizes))):
         rows.append(

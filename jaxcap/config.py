@@ -93,7 +93,15 @@ def base_config(task: str) -> ml_collections.ConfigDict:
     thr = spec.step_threshold
     c.eval = ml_collections.ConfigDict(dict(batch_size=1024, train_threshold=thr, val_threshold=thr))
     c.runtime = ml_collections.ConfigDict(
-        dict(checkpoint_every=1, progress=True, compilation_cache="default")
+        dict(
+            checkpoint_every=1,
+            progress=True,
+            compilation_cache="default",
+            devices=0,  # devices the population is split over; 0: automatic (jaxcap/sharding.py)
+            coordinator="",  # several processes: 'host:port' of process 0, or 'auto' (TPU pod, Slurm)
+            num_processes=1,
+            process_id=0,
+        )
     )
     return c
 
@@ -153,7 +161,15 @@ def schema(config) -> dict:
             "matmul_precision": Choice(MATMUL_PRECISIONS),
         },
         "eval": {"batch_size": Int(1), "train_threshold": Float(0.0), "val_threshold": Float(0.0)},
-        "runtime": {"checkpoint_every": Int(1), "progress": Bool(), "compilation_cache": Str()},
+        "runtime": {
+            "checkpoint_every": Int(1),
+            "progress": Bool(),
+            "compilation_cache": Str(),
+            "devices": Int(0),
+            "coordinator": Str(),
+            "num_processes": Int(1),
+            "process_id": Int(0),
+        },
     }
     if config.get("experiment") == "hpo" or "study" in config:  # Optuna studies (jaxcap.sweep)
         from jaxcap.search_space import STUDY_SCHEMA, SearchSpace

@@ -17,6 +17,10 @@ multiplier whose 90% interval contains 1 is labelled "no evidence of change". A 
 FLOPs per token are 6 x body parameters (forward 2N, backward 4N; Kaplan et al. 2020,
 arXiv:2001.08361), the attention-score term left out: it is the same for every variant of one
 shape and small at these sequence lengths.
+
+Below the multipliers, report/enhance.md has memorized bits and bits per parameter per variant,
+the precision curve (report/precision_curve.png) and the per-family and one-vs-two-layer tables
+(jaxcap/enhance_sections.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import ml_collections
 import numpy as np
 
 from jaxcap.calibrate import calibrate_experiment, calibrate_report
+from jaxcap.enhance_sections import report_sections
 from jaxcap.meta_fit import load_posterior, summarize
 from jaxcap.store import Store, write_atomic
 
@@ -110,7 +115,8 @@ def format_table(rows: list[dict]) -> str:
 
 
 def enhance_report(store: Store) -> list[Path]:
-    """The calibrate report plus report/enhance.md and report/multipliers.png."""
+    """The calibrate report plus report/enhance.md, report/multipliers.png and, when the variants
+    hold two precisions or more, report/precision_curve.png."""
     written = calibrate_report(store)
     rows = multipliers(load_posterior(store.root / "posterior.nc"))
     figure = plot_forest(store.report_path / "multipliers.png", rows)
@@ -120,9 +126,10 @@ def enhance_report(store: Store) -> list[Path]:
         "search for every variant; FLOPs per token = 6 x body parameters.\n\n"
         f"{format_table(rows)}\n\n![multipliers]({figure.name})\n"
     )
+    sections, figures = report_sections(store, rows)
     path = store.report_path / "enhance.md"
-    write_atomic(path, text)
-    return [*written, path, figure]
+    write_atomic(path, text + sections)
+    return [*written, path, figure, *figures]
 
 
 def enhance_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
@@ -131,7 +138,8 @@ def enhance_experiment(config: ml_collections.ConfigDict, store: Store) -> list[
     written = enhance_report(store)
     rows = multipliers(load_posterior(store.root / "posterior.nc"))
     print(format_table(rows), flush=True)
-    print(f"wrote {', '.join(str(p.relative_to(store.root)) for p in written[-2:])} in {store.root}")
+    new = [p for p in written if p.name in ("enhance.md", "multipliers.png", "precision_curve.png")]
+    print(f"wrote {', '.join(str(p.relative_to(store.root)) for p in new)} in {store.root}")
     return rows
 
 

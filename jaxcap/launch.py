@@ -2,8 +2,12 @@
 
 A thin absl shell over `jaxcap.run.run`. Config problems (a bad value, a wrong type, an
 unknown key) are reported as one line naming the field, before anything is compiled. The
-default workdir is derived from the command (runs/<config>[_<variant>][_<hash of overrides>]),
-so rerunning the same command resumes the same run.
+default workdir is derived from the command (runs/<config>[_<variant>][_<hash of overrides>],
+`config.runtime` overrides left out: they do not change results, and the processes of one
+distributed run differ only there), so rerunning the same command resumes the same run.
+
+`--create_studies` only creates the Optuna studies of an hpo config on `config.study.storage`
+and exits: run it once before starting several workers on one storage (jaxcap.study).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Experiment config file[:variant].", lock_config=True
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Results directory; rerunning on it resumes.")
+_CREATE = flags.DEFINE_bool(
+    "create_studies", False, "Only create the studies of an hpo config on config.study.storage, then exit."
+)
 
 
 def _load(spec: str):
@@ -68,7 +75,7 @@ def default_workdir(argv: list[str]) -> Path:
     spec = next(a.split("=", 1)[1] for a in argv if a.startswith("--config="))
     path, _, variant = spec.partition(":")
     name = Path(path).stem + (f"_{variant}" if variant else "")
-    overrides = sorted(a for a in argv if a.startswith("--config."))
+    overrides = sorted(a for a in argv if a.startswith("--config.") and not a.startswith("--config.runtime."))
     if overrides:
         name += "_" + hashlib.sha1(" ".join(overrides).encode()).hexdigest()[:8]
     return Path("runs") / name
@@ -88,11 +95,28 @@ def main(argv: list[str]) -> None:
 
     workdir = _WORKDIR.value or default_workdir(_normalize(sys.argv))
     try:
+        if _CREATE.value:
+            return create(_CONFIG.value, workdir)
         run(_CONFIG.value, str(workdir))
     except ConfigError as e:
         sys.exit(f"config error: {e}")
     except WorkdirMismatch as e:
         sys.exit(f"workdir error: {e}")
+
+
+def create(config, workdir: Path) -> None:
+    """--create_studies: the studies of every level with their budgets, nothing trained."""
+    from jaxcap.config import validate
+    from jaxcap.study import create_studies
+
+    if "study" not in config:
+        raise ConfigError(f"--create_studies: a {config.experiment!r} config has no Optuna study")
+    validate(config)
+    if config.study.storage in ("", "journal"):
+        print(f"note: storage {config.study.storage!r} is private to workdir {workdir}; workers share")
+        print("      studies through one storage: --config.study.storage=PATH.log or an RDB URL")
+    for line in create_studies(config, Path(workdir)):
+        print(line, flush=True)
 
 
 def _normalize(argv: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ import ml_collections
 import numpy as np
 from tqdm import tqdm
 
-from jaxcap import summary
+from jaxcap import sharding, summary
 from jaxcap.checkpoint import PopulationCheckpoints
 from jaxcap.config import validate
 from jaxcap.models import param_count
@@ -104,23 +104,23 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_program(settings, task, model) -> PopulationProgram:
-    return make_population(settings, task, model)
+def _cached_program(settings, task, model, mesh) -> PopulationProgram:
+    return make_population(settings, task, model, mesh)
 
 
-def population_program(settings, task, model) -> PopulationProgram:
+def population_program(settings, task, model, mesh=None) -> PopulationProgram:
     """One set of jitted functions per static shape, so buckets of the same shape (the rounds of
     an Optuna sweep) reuse its compiled programs instead of tracing and compiling again."""
     try:
-        return _cached_program(settings, task, model)
+        return _cached_program(settings, task, model, mesh)
     except TypeError:  # a task with an unhashable field: build it afresh
-        return make_population(settings, task, model)
+        return make_population(settings, task, model, mesh)
 
 
 def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) -> dict[str, np.ndarray]:
     metrics = program.evaluate(state, hparams, data)
     metrics = {**metrics, "chunk_loss": stats.loss, "grad_norm": stats.grad_norm, "diverged": state.diverged}
-    host = {k: np.asarray(v, np.float64) for k, v in jax.device_get(metrics).items()}
+    host = {k: np.asarray(v, np.float64) for k, v in sharding.to_host(metrics).items()}
     # generalization gap: how much better the primary metric is on train than on val
     gap = host[f"train_{spec.metric}"] - host[f"val_{spec.metric}"]
     host["gap"] = gap if spec.higher_is_better else -gap
@@ -144,19 +144,21 @@ def train_bucket(
     """
     config, settings, members = bucket.config, bucket.settings, bucket.members
     spec = bucket.task.spec
-    program = population_program(settings, bucket.task, bucket.model)
-    keys, hparams = stack(members, config.seed)
+    mesh = sharding.population_mesh(len(members), runtime.get("devices", 0))
+    program = population_program(settings, bucket.task, bucket.model, mesh)
+    keys, hparams = sharding.put(stack(members, config.seed), mesh)
     abstract = jax.eval_shape(program.init, keys, hparams)
     state_mb = sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(abstract)) / 2**20
     label = f" {bucket.label}" if bucket.label else ""
+    where = f" over {mesh.size} devices" if mesh.size > 1 else ""
     print(
         f"[{bucket.name}{label}] {len(members)} members x {param_count(bucket.model):,} params "
-        f"({bucket.model.describe()}); population state {state_mb:.1f} MiB",
+        f"({bucket.model.describe()}); population state {state_mb:.1f} MiB{where}",
         flush=True,
     )
 
     ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)
-    restored = ckpts.restore(abstract)
+    restored = ckpts.restore(sharding.abstract(abstract, mesh))
     if restored is None:
         state, cursor = program.init(keys, hparams), _fresh_cursor(len(members))
     else:
@@ -183,7 +185,7 @@ def train_bucket(
         frozen = on_eval(cursor, host) if on_eval is not None else None
         if frozen is not None:
             cursor["frozen"] = [bool(f) for f in frozen]
-            state = state.replace(frozen=jax.numpy.asarray(cursor["frozen"]))
+            state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         store.append_evals(bucket.name, step, host)
         if chunk % runtime.checkpoint_every == 0 or chunk == n_chunks or cursor["stopped"]:
@@ -213,6 +215,8 @@ def identity(config: ml_collections.ConfigDict) -> dict:
 def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn | None = None) -> list[Bucket]:
     """Train every bucket of `config` that the store does not hold yet; returns the buckets."""
     buckets = plan(config)
+    for bucket in buckets:  # every population fits the devices, before anything compiles
+        sharding.device_count(len(bucket.members), config.runtime.devices)
     finished = store.finished_buckets()
     if all(b.name in finished for b in buckets):
         print(f"finished: {store.root} already holds this run's results", flush=True)
@@ -259,6 +263,7 @@ def run(config: ml_collections.ConfigDict, workdir: str):
     """Run (or resume) the experiment of `config` in `workdir` (see jaxcap.experiments)."""
     from jaxcap.experiments import EXPERIMENTS
 
+    sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
     validate(config)
     store = Store(workdir)
     store.write_config(identity(config))

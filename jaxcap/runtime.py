@@ -44,4 +44,6 @@ def describe_devices() -> str:
     kinds = sorted({d.device_kind for d in devices})
     cpu = f", {os.cpu_count()} CPU cores" if devices[0].platform == "cpu" else ""
     where = f"{len(devices)} x {'/'.join(kinds)} ({devices[0].platform}{cpu})"
+    if jax.process_count() > 1:
+        where += f" in {jax.process_count()} processes (this is process {jax.process_index()})"
     return f"{where}, jax {jax.__version__}, Python {platform.python_version()}"

@@ -78,6 +78,25 @@ def add_study(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     return config
 
 
+def add_level_search(config: ml_collections.ConfigDict, smoke: bool) -> ml_collections.ConfigDict:
+    """One Optuna study per difficulty level over lr, weight decay and warmup (the modmod_hpo
+    space), for the experiments that search per level (calibrate, enhance); keeps `experiment`."""
+    experiment = config.experiment
+    add_study(config)
+    config.experiment = experiment
+    config.calibrate.search = "optuna"
+    config.search.update(
+        learning_rate=("float", 3e-4, 1e-2, True),
+        weight_decay=("float", 1e-3, 1.0, True),
+        warmup_steps=("float", 0.0, 300.0),
+    )
+    config.study.update(n_trials=8, batch_trials=4, n_startup_trials=4, pruner="none")
+    if smoke:
+        config.study.update(n_trials=2, batch_trials=2, n_startup_trials=2)
+        config.search.warmup_steps = ()
+    return config
+
+
 @dataclasses.dataclass(frozen=True)
 class Param:
     """One searched parameter: where it goes (hparams or model) and its distribution."""

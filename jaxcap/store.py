@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 import tensorstore as ts
 
@@ -67,16 +68,25 @@ class WorkdirMismatch(ValueError):
 
 
 class Store:
-    """Reads and writes the files of one workdir."""
+    """Reads and writes the files of one workdir.
+
+    In a multi-process run every process runs the same host loop on the same gathered metrics;
+    process 0 writes the workdir, process k > 0 an identical mirror in `<workdir>/.process<k>`
+    (its own Optuna storage and tables, so nothing collides), while the checkpoints are shared:
+    each process saves the shards of its own devices into the one `<workdir>/ckpt`.
+    """
 
     def __init__(self, workdir: str | os.PathLike):
-        self.root = Path(workdir)
+        k = jax.process_index()
+        tag = f".process{k}"
+        shared = Path(*[p for p in Path(workdir).parts if p != tag])  # sub-stores of a mirror
+        self.root = shared if k == 0 else shared / tag
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path = self.root / "config.json"
         self.members_path = self.root / "members.jsonl"
         self.evals_path = self.root / "evals.jsonl"
         self.curves_path = self.root / "curves.zarr"
-        self.ckpt_path = self.root / "ckpt"
+        self.ckpt_path = shared / "ckpt"
         self.report_path = self.root / "report"
 
     # config --------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ and resumes that round from its checkpoint, so no trial is lost and none is fail
 
 from __future__ import annotations
 
+import collections
 import itertools
 import uuid
 import warnings
@@ -125,6 +126,25 @@ def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -
                 study.enqueue_trial({})
         studies.append(study)
     return studies
+
+
+def create_studies(config: Any, root: Path) -> list[str]:
+    """Create the study of every level with its budget queued (once: rerunning changes nothing)
+    and describe each in one line. Run it before starting several workers on one storage: when
+    fresh workers create one schema or one study together they race (optuna#4621), and two that
+    both find an empty study would both queue its budget."""
+    from jaxcap import tasks
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lines below say what was created
+    spec = tasks.build(config.task.to_dict(), config.sweep.task.to_dict()).spec
+    existing = set(optuna.get_all_study_names(make_storage(config.study.storage, root)))
+    lines = []
+    for study in open_studies(config, root, spec.family, spec.higher_is_better):
+        states = collections.Counter(t.state.name.lower() for t in study.get_trials(deepcopy=False))
+        what = "exists " if study.study_name in existing else "created"
+        counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        lines.append(f"{what} {study.study_name}: {sum(states.values())} trials ({counts})")
+    return lines
 
 
 def claim(study: optuna.Study, n: int, owner: str, round_id: str) -> list[FrozenTrial]:

@@ -22,11 +22,13 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from jax.sharding import Mesh
 
 from jaxcap import losses
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
 from jaxcap.population import HParams
+from jaxcap.sharding import member_sharding
 from jaxcap.tasks import Split, Task
 
 # fold_in tags: what each of a member's derived keys is for
@@ -206,10 +208,14 @@ class PopulationProgram:
     data: Callable  # (key_data_P, hparams_P) -> data_P
     chunk: Callable  # (state_P, hparams_P, data_P) -> (state_P, ChunkStats_P); donates state_P
     evaluate: Callable  # (state_P, hparams_P, data_P) -> {metric: [P]}
+    mesh: Mesh | None = None  # the devices the member axis is split over (None: jit's default)
 
 
-def make_population(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> PopulationProgram:
-    """`jax.jit(jax.vmap(...))` of the one-member functions; the population is axis 0."""
+def make_population(
+    settings: TrainSettings, task: Task, model_cfg: ModelConfig, mesh: Mesh | None = None
+) -> PopulationProgram:
+    """`jax.jit(jax.vmap(...))` of the one-member functions; the population is axis 0, split over
+    `mesh` when one is given (every argument and result, so no step moves data between devices)."""
     init_member, run_chunk = make_train(settings, task, model_cfg)
     evaluate = make_evaluate(settings, task, model_cfg)
 
@@ -217,9 +223,12 @@ def make_population(settings: TrainSettings, task: Task, model_cfg: ModelConfig)
         key = jax.random.fold_in(jax.random.wrap_key_data(key_data), KEY_DATA)
         return task.make_data(key, hp.task)
 
+    on = member_sharding(mesh) if mesh is not None else None
+    split = {} if on is None else {"in_shardings": on, "out_shardings": on}
     return PopulationProgram(
-        init=jax.jit(jax.vmap(init_member)),
-        data=jax.jit(jax.vmap(member_data)),
-        chunk=jax.jit(jax.vmap(run_chunk), donate_argnums=0),
-        evaluate=jax.jit(jax.vmap(evaluate)),
+        init=jax.jit(jax.vmap(init_member), **split),
+        data=jax.jit(jax.vmap(member_data), **split),
+        chunk=jax.jit(jax.vmap(run_chunk), donate_argnums=0, **split),
+        evaluate=jax.jit(jax.vmap(evaluate), **split),
+        mesh=mesh,
     )

@@ -232,16 +232,3 @@ def test_kill_and_resume_finishes_the_budget_with_no_lost_or_duplicated_trials(t
     assert len(best) == 3 * 2 and set(best[0]) == set(Store(tmp_path).member_rows()[0])
     for name in ("hpo.md", "hpo_history.png", "hpo_importance.png", "hpo_best_vs_difficulty.png"):
         assert (tmp_path / "report" / name).exists()
-
-
-def test_two_workers_share_one_journal_study(tmp_path):
-    storage = str(tmp_path / "shared.log")
-    c = _smoke_config(storage)
-    c.study.batch_trials = 1
-    validate(c)
-    study_lib.open_studies(c, tmp_path, "modulo", True)  # create once, then start workers
-    args = (f"--config.study.storage={storage}", "--config.study.batch_trials=1")
-    workers = [_launch(*args, "--workdir", str(tmp_path / f"w{i}")) for i in range(2)]
-    for w in workers:
-        _finish(w)
-    _check_budget(c, tmp_path, [tmp_path / "w0", tmp_path / "w1"])

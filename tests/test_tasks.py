@@ -26,6 +26,15 @@ SMALL = {
     "triangle": {"name": "triangle", "n_points": 5, "train_size": 40, "n_eval": 50},
     "markov": {"name": "markov", "order": 2, "vocab": 4, "length": 12, "train_size": 40, "n_eval": 50},
     "pcfg": {"name": "pcfg", "depth": 3, "vocab": 6, "n_rules": 3, "train_size": 40, "n_eval": 50},
+    "hmm": {
+        "name": "hmm",
+        "states": 2,
+        "vocab": 4,
+        "length": 12,
+        "stickiness": 0.8,
+        "train_size": 40,
+        "n_eval": 50,
+    },
     "shakespeare": {
         "name": "shakespeare",
         "length": 32,

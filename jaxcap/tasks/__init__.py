@@ -11,6 +11,7 @@ from jaxcap.tasks.arc import Arc
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.binop import BinaryOp
 from jaxcap.tasks.copying import Copying
+from jaxcap.tasks.hmm import HMMLanguage
 from jaxcap.tasks.language import MarkovLanguage, PCFGLanguage
 from jaxcap.tasks.modular import Modulo
 from jaxcap.tasks.parity import Parity
@@ -27,7 +28,7 @@ TASKS.update(random_labels=RandomLabels, random_tokens=RandomTokens)
 TASKS.update(parity=Parity, copying=Copying, recall=Recall, maxsum=MaxSum, triangle=Triangle)
 TASKS.update(arc=Arc)
 TASKS.update(rna=RnaStructure)
-TASKS.update(markov=MarkovLanguage, pcfg=PCFGLanguage, shakespeare=Shakespeare)
+TASKS.update(markov=MarkovLanguage, pcfg=PCFGLanguage, hmm=HMMLanguage, shakespeare=Shakespeare)
 TASKS.update(sentiment=Sentiment, vader=VaderSentences)
 
 

@@ -21,7 +21,10 @@ pool's first primitive for every puzzle (rule execution); 'inferred' draws one p
 must be read off the demonstrations (rule induction). The recolour stage is none, a fixed
 permutation of colours 1-9 (from `recolour_seed`), or a permutation drawn per puzzle
 (background stays 0). Composition depth is the number of stages (1, or 2: geometric then
-recolour). `level`, `size` and `n_colours` are per-member knobs (shapes fixed by G).
+recolour). Levels 15-20 are the object families of `arc_objects` (flood fill, symmetry
+completion, object counting; fixed, then with the paint colour or mirror axis inferred), which
+draw their own structured inputs; their complexity and chance are defined there. `level`,
+`size` and `n_colours` are per-member knobs (shapes fixed by G).
 
 Complexity: size^2 log2 n_colours + inferred bits. The first term is the information in the
 test grid that must be carried to the output (the copying task's l log2 V with l = size^2
@@ -53,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.tasks import arc_grids as ag
+from jaxcap.tasks import arc_objects as ao
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.validate import Choice, ConfigError, Int
 
@@ -82,13 +86,20 @@ LEVELS = (
     ("flip?+recolour?", "flip", True, "inferred"),
     ("gravity?+recolour?", "gravity", True, "inferred"),
     ("any?+recolour?", "any", True, "inferred"),
+    ("fill", "fill", False, "none"),  # the object families of `arc_objects`: own inputs
+    ("fill?", "fill", True, "none"),
+    ("symmetry", "symmetry", False, "none"),
+    ("symmetry?", "symmetry", True, "none"),
+    ("count", "count", False, "none"),
+    ("count?", "count", True, "none"),
 )
 _NAMES = tuple(FAMILIES)
 _POOL = np.zeros((len(FAMILIES), ag.N_PRIMITIVES), np.int32)
 for _i, _members in enumerate(FAMILIES.values()):
     _POOL[_i, : len(_members)] = _members
 _POOL_SIZE = np.array([len(m) for m in FAMILIES.values()], np.int32)
-_LEVEL_FAMILY = np.array([_NAMES.index(f) for _, f, _, _ in LEVELS], np.int32)
+_LEVEL_FAMILY = np.array([_NAMES.index(f) if f in FAMILIES else 0 for _, f, _, _ in LEVELS], np.int32)
+_LEVEL_KIND = np.array([ao.KINDS.index(f) if f in ao.KINDS else 0 for _, f, _, _ in LEVELS], np.int32)
 _LEVEL_INFER = np.array([infer for _, _, infer, _ in LEVELS], bool)
 _LEVEL_RECOLOUR = np.array([RECOLOUR.index(r) for *_, r in LEVELS], np.int32)
 
@@ -195,6 +206,10 @@ class Arc(Task):
         drawn = ag.identity_colours().at[1:10].set(1 + jax.random.permutation(key_perm, 9).astype(jnp.int32))
         tables = jnp.stack([ag.identity_colours(), jnp.asarray(fixed_colour_map(self.recolour_seed)), drawn])
         outputs = jax.vmap(lambda x: ag.recolour(ag.apply_primitive(x, prim, s), tables[stage]))(grids)
+        kind = jnp.asarray(_LEVEL_KIND)[level]
+        infer = jnp.asarray(_LEVEL_INFER)[level]
+        objects = ao.object_puzzle(jax.random.fold_in(key_rule, 1), grids, kind, infer, s, knobs["n_colours"])
+        grids, outputs = (jnp.where(kind > 0, o, ladder) for o, ladder in zip(objects, (grids, outputs)))
         return jnp.stack([grids, outputs], axis=1).reshape(self.n_grids, g, g)
 
     def encode(self, grids_NxKxGxG: jax.Array) -> Split:
@@ -222,6 +237,9 @@ class Arc(Task):
 
     def complexity_bits(self, knobs: dict[str, Any]) -> float:
         level, size, n_colours = int(knobs["level"]), int(knobs["size"]), int(knobs["n_colours"])
+        _, family, infer, _ = LEVELS[level]
+        if family in ao.KINDS:
+            return ao.complexity_bits(family, infer, size, n_colours)
         rules, stage = self._rules(level)
         bits = size * size * math.log2(n_colours) + math.log2(len(rules))
         if stage == "inferred":
@@ -230,6 +248,8 @@ class Arc(Task):
 
     def chance(self, knobs: dict[str, Any]) -> float:
         level, size, n_colours = int(knobs["level"]), int(knobs["size"]), int(knobs["n_colours"])
+        if LEVELS[level][1] in ao.KINDS:
+            return _sampled_chance(self, level, size, n_colours)
         rules, _ = self._rules(level)
         q = 1.0 / (n_colours - 1)
         sides = range(min(self.min_size, size) if self.min_size else size, size + 1)
@@ -247,6 +267,21 @@ class Arc(Task):
     def from_config(cls, cfg: dict[str, Any], knob_grid: dict[str, list]) -> Arc:
         sizes = [cfg.get("size", cls.size), *knob_grid.get("size", ())]
         return cls(**{**cfg, "max_size": max(*sizes, cfg.get("max_size", 0))})
+
+
+@functools.cache
+def _puzzles(task: Arc):
+    return jax.jit(jax.vmap(task.puzzle, (0, None)))
+
+
+@functools.cache
+def _sampled_chance(task: Arc, level: int, size: int, n_colours: int, n: int = 8192) -> float:
+    """The most frequent test output's share of n sampled puzzles (resolution 1 / n; biased up)."""
+    knobs = {k: jnp.int32(v) for k, v in (("level", level), ("size", size), ("n_colours", n_colours))}
+    keys = jax.random.split(jax.random.key(12345), n)
+    outputs = np.asarray(_puzzles(task)(keys, knobs)[:, -1])
+    _, counts = np.unique(outputs.reshape(n, -1), axis=0, return_counts=True)
+    return float(counts.max() / n)
 
 
 # Jitted (the task is static): called eagerly, e.g. by tests, a puzzle is hundreds of small ops.
