@@ -4,6 +4,7 @@
     python -m jaxcap.bench --models grok --sizes 1,64,256,1024   # accelerator
     python -m jaxcap.bench --study --models small       # Optuna trials per minute, batched vs one at a time
     python -m jaxcap.bench --sharded --sizes 64,256     # P split over every device vs one device
+    python -m jaxcap.bench --models grok --compute_dtype bfloat16   # bf16 matmuls, float32 params
 
 Prints one JSON document: for each model and population size P, the compile time, model-steps
 per second as one population, model-steps per second for the same P members trained one after
@@ -56,6 +57,9 @@ _STEPS = flags.DEFINE_integer("steps", 20, "Steps per chunk (one lax.scan).")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed chunks per measurement (after one warm-up).")
 _TRIALS = flags.DEFINE_integer("trials", 3, "Alternating population / one-after-another rounds (medians).")
 _PRECISION = flags.DEFINE_string("matmul_precision", "default", "fp32 matmul precision (default: backend's).")
+_DTYPE = flags.DEFINE_enum(
+    "compute_dtype", "float32", ["float32", "bfloat16", "float16"], "Activation dtype (params stay float32)."
+)
 _SHARDED = flags.DEFINE_bool("sharded", False, "P members split over every device vs all on one device.")
 _STUDY = flags.DEFINE_bool("study", False, "Optuna trials per minute: batched vs one trial at a time.")
 _STUDY_TRIALS = flags.DEFINE_integer("study_trials", 8, "--study: trials per study, all in one batch.")
@@ -92,11 +96,17 @@ def _seconds(chunk, state, hp, data, repeats: int) -> float:
 
 
 def measure(
-    name: str, sizes: list[int], steps: int, repeats: int, trials: int, max_sequential: int
+    name: str,
+    sizes: list[int],
+    steps: int,
+    repeats: int,
+    trials: int,
+    max_sequential: int,
+    compute_dtype: str = "float32",
 ) -> list[dict]:
     """Rates for each P; population and one-after-another runs alternate over `trials` rounds and
     the medians are reported, so a slow moment of a shared machine does not decide the ratio."""
-    task, model, settings, batch = _preset(name, steps, repeats)
+    task, model, settings, batch = _preset(name, steps, repeats, compute_dtype)
     program = make_population(settings, task, model)
     solo = _compiled(program, _members(1, task.default_knobs()))
     results = []
@@ -133,20 +143,22 @@ def measure(
     return results
 
 
-def _preset(name: str, steps: int, repeats: int):
+def _preset(name: str, steps: int, repeats: int, compute_dtype: str):
     model_kw, batch, task_cfg = PRESETS[name]
     task = tasks.build(task_cfg)
-    model = ModelConfig.for_task(task.spec, **model_kw)
+    model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=compute_dtype)
     settings = TrainSettings(steps=steps * (repeats + 1), chunk_steps=steps, batch_size=batch, dropout=False)
     return task, model, settings, batch
 
 
-def measure_sharded(name: str, sizes: list[int], steps: int, repeats: int, trials: int) -> list[dict]:
+def measure_sharded(
+    name: str, sizes: list[int], steps: int, repeats: int, trials: int, compute_dtype: str = "float32"
+) -> list[dict]:
     """Model-steps per second of P members split over every device vs all on one device (the
     same P, alternating over `trials` rounds, medians). P must be a multiple of the device count.
     On a CPU the devices are simulated (JAX_NUM_CPU_DEVICES) and share its cores: such a run
     shows that the sharded program works, not a speed-up."""
-    task, model, settings, batch = _preset(name, steps, repeats)
+    task, model, settings, batch = _preset(name, steps, repeats, compute_dtype)
     n = len(jax.devices())
     results = []
     for p in sorted(sizes):
@@ -247,6 +259,7 @@ def main(argv):
         "steps_per_chunk": _STEPS.value,
         "repeats": _REPEATS.value,
         "matmul_precision": _PRECISION.value,
+        "compute_dtype": _DTYPE.value,
         "results": [],
     }
     with numerics(_PRECISION.value, needs_x64=False):
@@ -254,10 +267,12 @@ def main(argv):
             if name not in PRESETS:
                 raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
             if _SHARDED.value:
-                out["results"] += measure_sharded(name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value)
+                out["results"] += measure_sharded(
+                    name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _DTYPE.value
+                )
                 continue
             out["results"] += measure(
-                name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _MAX_SEQUENTIAL.value
+                name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _MAX_SEQUENTIAL.value, _DTYPE.value
             )
     print(json.dumps(out, indent=1))
 
