@@ -17,7 +17,9 @@ calibrate.search='optuna', which gives every variant its own studies).
 `:combos` runs the baseline, the BEST single variants and every combination of two and of all
 three (override strings joined with commas, checked by `jaxcap.enhance_variants.combine`: model
 fields only once each), 8 variants in one fit: the multiplier of a combination next to those of
-its parts shows whether gains compose. Any other list is one override away, e.g.
+its parts shows whether gains compose (2-core CPU: 16 min; rotary + RMSNorm 1.64x [1.24, 2.83]
+is the highest median, rotary alone 1.24x [1.03, 1.71]; none reaches 1.5x with 90% credibility).
+Any other list is one override away, e.g.
     --config.calibrate.architectures="('', 'model.pos_encoding=rotary,model.norm_type=rms')"
 The report adds memorized bits and bits per parameter per variant (from the random-label runs),
 the precision curve when the variants hold two precisions (here float32 and 4-bit QAT), and the

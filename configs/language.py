@@ -111,7 +111,7 @@ def _pcfg(variant):
 
 
 def _hmm(variant):
-    c = base_config("hmm")  # needs "hmm" in jaxcap.tasks.TASKS (jaxcap/tasks/hmm.py)
+    c = base_config("hmm")
     c.task.update(vocab=8, states=2, length=64, n_eval=256)
     c.task.update(concentration=1.0, emission_concentration=0.2, stickiness=0.8)
     c.sweep.task.states = (2, 4, 8, 16)

@@ -116,11 +116,10 @@ def _language_config(variant):
 
 
 @pytest.mark.slow
-def test_hmm_smoke_reaches_the_optimum(tmp_path, monkeypatch):
+def test_hmm_smoke_reaches_the_optimum(tmp_path):
     from jaxcap.run import run
     from jaxcap.store import Store
 
-    monkeypatch.setitem(tasks.TASKS, "hmm", HMMLanguage)  # a no-op once jaxcap/tasks registers it
     config = _language_config("hmm_smoke")
     config.runtime.progress = False
     run(config, str(tmp_path))
