@@ -17,6 +17,7 @@ and resumes that round from its checkpoint, so no trial is lost and none is fail
 from __future__ import annotations
 
 import collections
+import datetime
 import itertools
 import uuid
 import warnings
@@ -164,6 +165,16 @@ def claim(study: optuna.Study, n: int, owner: str, round_id: str) -> list[Frozen
     return trials
 
 
+# A claim writes RUNNING, then its two tags, milliseconds apart; an untagged RUNNING trial younger
+# than this may be another worker's claim in flight (the race CI once hit), not a killed one's.
+ADOPT_AFTER = datetime.timedelta(minutes=2)
+
+
+def _abandoned(trial: FrozenTrial) -> bool:
+    start = trial.datetime_start
+    return start is None or datetime.datetime.now() - start > ADOPT_AFTER
+
+
 def leftover_round(
     studies: list[optuna.Study], owner: str
 ) -> tuple[str, list[tuple[int, FrozenTrial]]] | None:
@@ -173,7 +184,10 @@ def leftover_round(
             if t.user_attrs.get("worker", owner) != owner:
                 continue  # another worker's, still running (or to be resumed by that worker)
             round_id = t.user_attrs.get("round")
-            if round_id is None:  # killed between its claim and its tags: adopt it
+            if round_id is None:
+                if not _abandoned(t):
+                    continue  # claimed by a live worker that has not tagged it yet
+                # killed between its claim and its tags: adopt it
                 round_id = uuid.uuid4().hex[:8]
                 study._storage.set_trial_user_attr(t._trial_id, "worker", owner)
                 study._storage.set_trial_user_attr(t._trial_id, "round", round_id)

@@ -85,6 +85,19 @@ class PruneOddTrials(optuna.pruners.BasePruner):
         return trial.number % 2 == 1 and trial.last_step >= 20
 
 
+def test_a_claim_in_flight_is_not_adopted_but_an_abandoned_one_is(tmp_path, monkeypatch):
+    """A claim writes RUNNING before its worker/round tags: another worker looking for its own
+    leftovers in between must leave it alone (CI once raced here); a stale untagged one is adopted."""
+    [study] = study_lib.open_studies(_config(n_trials=2), tmp_path, "modulo", True)
+    [waiting, _] = study.get_trials(deepcopy=False)
+    study._storage.set_trial_state_values(waiting._trial_id, state=TrialState.RUNNING)  # no tags yet
+    assert study_lib.leftover_round([study], "other") is None
+    monkeypatch.setattr(study_lib, "ADOPT_AFTER", study_lib.datetime.timedelta(0))
+    round_id, [(level, trial)] = study_lib.leftover_round([study], "other")
+    assert level == 0 and trial.number == waiting.number
+    assert (trial.user_attrs["worker"], trial.user_attrs["round"]) == ("other", round_id)
+
+
 def test_tell_gets_seed_means_and_pruned_trials_stop_updating(tmp_path, monkeypatch):
     monkeypatch.setattr(study_lib, "make_pruner", lambda *a: PruneOddTrials())
     c = _config()
