@@ -7,6 +7,9 @@ config against `schema(config)` before any compile.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import ml_collections
 
 from jaxcap import tasks
@@ -35,6 +38,18 @@ def parse_arg(arg: str | None, variants: tuple[str, ...] = ("smoke", "full")) ->
     if arg not in variants:
         raise ConfigError(f"config variant: got {arg!r}; allowed: {', '.join(variants)} (or none)")
     return arg
+
+
+def load_config(spec: str | Path) -> ml_collections.ConfigDict:
+    """The config `--config path/x.py[:variant]` names, unlocked and not yet validated: what the
+    launcher, the tests and the notebook all read (ml_collections' loader, minus its flags)."""
+    path, _, arg = str(spec).partition(":")
+    if not Path(path).is_file():
+        raise ConfigError(f"--config: no such file {path!r}")
+    module_spec = importlib.util.spec_from_file_location(f"_jaxcap_config_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.get_config(arg or None)
 
 
 def base_config(task: str) -> ml_collections.ConfigDict:

@@ -13,13 +13,13 @@ and exits: run it once before starting several workers on one storage (jaxcap.st
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from jaxcap.config import load_config
 from jaxcap.validate import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -31,22 +31,12 @@ _CREATE = flags.DEFINE_bool(
 )
 
 
-def _load(spec: str):
-    path, _, arg = spec.partition(":")
-    if not Path(path).is_file():
-        raise ConfigError(f"--config: no such file {path!r}")
-    module_spec = importlib.util.spec_from_file_location("_jaxcap_config", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module.get_config(arg or None)
-
-
 def _check_overrides(argv: list[str]) -> None:
     """Name unknown `--config.x.y` keys in one line (ml_collections would raise a traceback)."""
     spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
     if spec is None:
         raise ConfigError("--config: required, e.g. --config configs/modmod.py")
-    config = _load(spec)
+    config = load_config(spec)
     for arg in argv:
         if not arg.startswith("--config."):
             continue

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from jaxcap import capacity, capacity_fit, tasks
+from jaxcap.config import load_config
 from jaxcap.models import ModelConfig
 from jaxcap.population import DEFAULT_HPARAMS, grid_members, stack
 from jaxcap.train import TrainSettings, make_population
@@ -193,12 +194,7 @@ def test_capacity_smoke_end_to_end_then_report_and_resume(tmp_path):
 
 
 def _smoke_config():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("capacity_config", ROOT / "configs" / "capacity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config("smoke")
+    return load_config(f"{ROOT / 'configs' / 'capacity.py'}:smoke")
 
 
 def test_config_errors_name_the_field():

@@ -4,7 +4,6 @@ bits per variant, the precision curve, the per-family and layer tables, combinat
 sections) plus the enhance and ablate configs' validity."""
 
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 from jaxcap import enhance, enhance_breakdown, enhance_capacity, enhance_precision, enhance_sections
-from jaxcap.config import validate
+from jaxcap.config import load_config, validate
 from jaxcap.enhance_variants import combinations, combine, with_combinations
 from jaxcap.meta_data import arch_fields, build_table, save_table
 from jaxcap.meta_fit import Posterior, summarize
@@ -69,10 +68,7 @@ def test_configs_validate(name, variant):
 
     from jaxcap.calibrate import family_configs
 
-    spec = importlib.util.spec_from_file_location(name, ROOT / "configs" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config(variant)
+    config = load_config(f"{ROOT / 'configs' / name}.py:{variant or ''}")
     validate(config)
     assert family_configs(config)  # every family x variant builds a valid population config
 

@@ -3,7 +3,6 @@ brute-force sum over hidden paths (K = 2, length 4), the per-token and per-seque
 sampled tokens against it, sampled sequence frequencies, nesting of the state counts, the
 Monte Carlo optimum, and a tiny learning test (2 states, within 0.1 bits of the optimum)."""
 
-import importlib.util
 import itertools
 import math
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
+from jaxcap.config import load_config
 from jaxcap.tasks.hmm import HMMLanguage, forward
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,10 +109,7 @@ def test_bad_config_is_a_one_line_error():
 
 
 def _language_config(variant):
-    spec = importlib.util.spec_from_file_location("_language_config", ROOT / "configs" / "language.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(variant)
+    return load_config(f"{ROOT / 'configs' / 'language.py'}:{variant}")
 
 
 @pytest.mark.slow

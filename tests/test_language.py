@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from jaxcap import losses, tasks
+from jaxcap.config import load_config
 from jaxcap.run import run
 from jaxcap.tasks import pcfg, shakespeare
 from jaxcap.tasks.language import chain_stationary
@@ -189,10 +190,7 @@ def test_shakespeare_real_corpus_genres():
 def test_markov_smoke_reaches_the_entropy_rate(tmp_path):
     from jaxcap.store import Store
 
-    spec = importlib.util.spec_from_file_location("_language_config", ROOT / "configs" / "language.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config("smoke")
+    config = load_config(f"{ROOT / 'configs' / 'language.py'}:smoke")
     config.runtime.progress = False
     run(config, str(tmp_path))
     rows = Store(tmp_path).member_rows()

@@ -2,7 +2,6 @@
 end-to-end check): the run writes every figure, and `python -m jaxcap.report --workdir D`
 rebuilds them from the workdir alone."""
 
-import importlib.util
 import math
 import os
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jaxcap import report
+from jaxcap.config import load_config
 from jaxcap.run import run
 from jaxcap.store import Store
 
@@ -26,10 +26,7 @@ FIGURES = (
 
 @pytest.fixture(scope="module")
 def grokking_smoke(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("_grokking", ROOT / "configs" / "grokking.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config("smoke")
+    config = load_config(f"{ROOT / 'configs' / 'grokking.py'}:smoke")
     config.runtime.progress = False
     workdir = tmp_path_factory.mktemp("grokking_smoke")
     run(config, str(workdir))

@@ -2,7 +2,6 @@
 the seed means, pruned members stop updating, a search beats a bad baseline, and a killed or
 shared sweep ends with exactly its budget of trials."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ from optuna.trial import TrialState
 
 from jaxcap import study as study_lib
 from jaxcap import sweep
-from jaxcap.config import base_config, validate
+from jaxcap.config import base_config, load_config, validate
 from jaxcap.population import HPARAM_NAMES, stack
 from jaxcap.search_space import add_study
 from jaxcap.store import Store
@@ -209,10 +208,7 @@ def _finish(proc, code=0):
 
 
 def _smoke_config(storage=""):
-    spec = importlib.util.spec_from_file_location("modmod_hpo", ROOT / "configs" / "modmod_hpo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    c = module.get_config("smoke")
+    c = load_config(f"{ROOT / 'configs' / 'modmod_hpo.py'}:smoke")
     c.study.storage = storage
     return c
 

@@ -4,7 +4,6 @@ smoke configs are sized so that they double as honest learning tests at a tiny s
 parity of 4 bits, copies of length 4, recall with two layers but not one, max-sum retrieval
 with as many heads as directions); the assertions fail if the model does not learn."""
 
-import importlib.util
 import itertools
 import math
 from pathlib import Path
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
-from jaxcap.config import validate
+from jaxcap.config import load_config, validate
 from jaxcap.run import run
 from jaxcap.validate import ConfigError
 
@@ -126,12 +125,8 @@ def test_triangle_matches_brute_force():
     assert task.complexity_bits({}) == pytest.approx(math.log2(20))
 
 
-def load_config(spec: str):
-    path, _, variant = spec.partition(":")
-    module_spec = importlib.util.spec_from_file_location("_config", ROOT / path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    config = module.get_config(variant or None)
+def smoke_config(spec: str):
+    config = load_config(ROOT / spec)
     config.runtime.progress = False
     return config
 
@@ -152,7 +147,7 @@ def load_config(spec: str):
     ],
 )
 def test_impossible_configs_are_one_line_errors(spec, override, message):
-    config = load_config(spec)
+    config = smoke_config(spec)
     validate(config)  # the config itself is fine
     override(config)
     with pytest.raises(ConfigError, match=message) as error:
@@ -178,7 +173,7 @@ def _success(rows):
 
 
 def _smoke(spec, tmp_path):
-    run(load_config(spec), str(tmp_path))
+    run(smoke_config(spec), str(tmp_path))
     for name in ("report.md", "success_vs_complexity.png", "dynamics.png", "generalization_gap.png"):
         assert (tmp_path / "report" / name).exists(), name
     return _rows_by_level(tmp_path)
