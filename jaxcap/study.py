@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import datetime
 import itertools
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -103,6 +104,20 @@ def directions(study_cfg: Any, higher_is_better: bool) -> list[str]:
     return [first, "minimize"] if study_cfg.objective == "multi" else [first]
 
 
+# The creator of a study queues its budget right after creating it; a worker that lost the creation
+# race waits this long for the first queued trial before concluding the creator was killed.
+BUDGET_WAIT_S = 15.0
+
+
+def _budget_appears(study: optuna.Study) -> bool:
+    deadline = time.monotonic() + BUDGET_WAIT_S
+    while not study.get_trials(deepcopy=False):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -> list[optuna.Study]:
     """Load (or create, with its budget queued) the study of every level."""
     storage = make_storage(config.study.storage, root)
@@ -120,7 +135,7 @@ def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -
             created = False
         sampler = make_sampler(config.study, sampler_seed(config.seed, i, 0), i)  # reseeded per round
         study = optuna.load_study(study_name=name, storage=storage, pruner=pruner, sampler=sampler)
-        if created or not study.get_trials(deepcopy=False):  # the creator queues the budget
+        if created or not _budget_appears(study):  # the creator queues it (or was killed first)
             if config.study.baseline:
                 study.enqueue_trial(baseline_params(config, space), user_attrs={"baseline": True})
             for _ in range(config.study.n_trials - int(config.study.baseline)):
@@ -132,8 +147,8 @@ def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -
 def create_studies(config: Any, root: Path) -> list[str]:
     """Create the study of every level with its budget queued (once: rerunning changes nothing)
     and describe each in one line. Run it before starting several workers on one storage: when
-    fresh workers create one schema or one study together they race (optuna#4621), and two that
-    both find an empty study would both queue its budget."""
+    fresh workers create one schema together they race (optuna#4621), and a worker that loses a
+    study's creation race waits up to BUDGET_WAIT_S for the creator's budget."""
     from jaxcap import tasks
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lines below say what was created

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,24 @@ def test_a_claim_in_flight_is_not_adopted_but_an_abandoned_one_is(tmp_path, monk
     round_id, [(level, trial)] = study_lib.leftover_round([study], "other")
     assert level == 0 and trial.number == waiting.number
     assert (trial.user_attrs["worker"], trial.user_attrs["round"]) == ("other", round_id)
+
+
+def test_a_study_left_empty_by_a_killed_creator_gets_its_budget_once(tmp_path, monkeypatch):
+    """The creator queues the budget; a worker that finds the study empty waits for it, then
+    (the creator killed in between) queues it itself; a third finds it and queues nothing."""
+    c = _config(n_trials=3)
+    storage = study_lib.make_storage(c.study.storage, tmp_path)
+    for name, creator_alive in (("modulo/modulus=10", True), ("modulo/modulus=7", False)):
+        created = optuna.create_study(study_name=name, storage=storage, direction="maximize")
+        c.sweep.task.modulus = (int(name.split("=")[1]),)
+        if creator_alive:  # still queueing when the worker looks
+            late = threading.Timer(0.5, lambda s=created: [s.enqueue_trial({}) for _ in range(3)])
+            late.start()
+        monkeypatch.setattr(study_lib, "BUDGET_WAIT_S", 5.0 if creator_alive else 0.1)
+        [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        assert len(study.get_trials(deepcopy=False)) == 3  # one budget, never two
+        [again] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        assert len(again.get_trials(deepcopy=False)) == 3
 
 
 def test_tell_gets_seed_means_and_pruned_trials_stop_updating(tmp_path, monkeypatch):
