@@ -15,7 +15,7 @@ from postgres_server import Unavailable, postgres_url
 from test_sweep import _check_budget, _finish, _launch, _smoke_config
 
 from jaxcap import study as study_lib
-from jaxcap.config import validate
+from jaxcap.config import load_config, validate
 from jaxcap.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def test_workers_share_studies_on_postgresql(tmp_path, postgres):
 def test_create_studies_refuses_a_config_without_a_study(tmp_path):
     from jaxcap import launch
 
-    config = launch._load(str(ROOT / "configs" / "modmod.py:smoke"))
+    config = load_config(str(ROOT / "configs" / "modmod.py:smoke"))
     with pytest.raises(ConfigError, match="--create_studies: a 'population' config has no Optuna study"):
         launch.create(config, tmp_path)
 
@@ -99,7 +99,7 @@ def _section(config, key: str):
 def test_launch_script_parses_documents_itself_and_uses_existing_flags(script):
     from absl import flags
 
-    from jaxcap import launch
+    from jaxcap import launch  # noqa: F401  (defines the --workdir and --create_studies flags)
 
     checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
@@ -114,7 +114,7 @@ def test_launch_script_parses_documents_itself_and_uses_existing_flags(script):
     configs = set(re.findall(r"configs/[a-z0-9_]+\.py(?::\w+)?", text))
     assert configs or not keys, "a script with --config.x.y flags names a config in its usage line"
     for spec in sorted(configs):
-        config = launch._load(str(ROOT / spec))
+        config = load_config(str(ROOT / spec))
         for key in sorted(keys):
             try:
                 _section(config, key)
