@@ -71,10 +71,10 @@ class NumberEmbed(nnx.Module):
     def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs):
         self.n, self.modulus, self.d_model = cfg.angular_numbers, cfg.angular_n, cfg.d_model
         self.dtype = cfg.compute_jnp_dtype
-        self.table = nnx.Embed(
+        self.table = nnx.Embed(  # parameter dtype: see Transformer.embed (16-bit scatter-adds)
             cfg.vocab_size - self.n,
             cfg.d_model,
-            dtype=cfg.compute_jnp_dtype,
+            dtype=cfg.param_jnp_dtype,
             param_dtype=cfg.param_jnp_dtype,
             embedding_init=nnx.initializers.normal(1.0 / math.sqrt(cfg.d_model)),
             rngs=rngs,
@@ -82,7 +82,7 @@ class NumberEmbed(nnx.Module):
         self.angle = make_linear(cfg, 2, cfg.d_model, rngs)
 
     def __call__(self, tokens_BxT: jax.Array) -> jax.Array:
-        words = self.table(jnp.maximum(tokens_BxT - self.n, 0)) * math.sqrt(self.d_model)
+        words = (self.table(jnp.maximum(tokens_BxT - self.n, 0)) * math.sqrt(self.d_model)).astype(self.dtype)
         numbers = self.angle(angular_features(tokens_BxT, self.modulus).astype(self.dtype))
         return jnp.where((tokens_BxT < self.n)[..., None], numbers, words).astype(self.dtype)
 
