@@ -27,7 +27,7 @@ from optuna.trial import TrialState
 from jaxcap import study as study_lib
 from jaxcap import tasks
 from jaxcap.store import Store, clean, write_atomic
-from jaxcap.summary import fmt
+from jaxcap.summary import fmt, fmt_bits
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -111,7 +111,7 @@ def format_table(levels: list[dict]) -> str:
         lines.append(
             [
                 *(str(lv["knobs"].get(k, "—")) for k in names),
-                f"{lv['complexity_bits']:.2f}",
+                fmt_bits(lv["complexity_bits"]),
                 str(c["complete"]),
                 str(c["pruned"]),
                 str(c["fail"]),

@@ -259,7 +259,7 @@ def metrics_table(rows: list[dict]) -> str:
         for n in names:
             values = [r["final"][n] for r in ok if r["final"].get(n) is not None]
             cells.append(f"{statistics.median(values):.3f}" if values else "—")
-        lines.append([level_name(members[0]), f"{members[0]['complexity_bits']:.2f}", *cells])
+        lines.append([level_name(members[0]), summary.fmt_bits(members[0]["complexity_bits"]), *cells])
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
     out = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
     out += [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]

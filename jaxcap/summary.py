@@ -77,6 +77,12 @@ def fmt(x, spec=".3f") -> str:
     return "—" if x is None else format(x, spec)
 
 
+def fmt_bits(bits: float) -> str:
+    """A complexity in bits: two decimals, or whole bits with thousands separators from 10,000 on
+    (a text corpus's complexity runs to millions of bits)."""
+    return f"{bits:,.0f}" if abs(bits) >= 1e4 else f"{bits:.2f}"
+
+
 def format_table(levels_: list[dict]) -> str:
     """A fixed-width table: knobs, bits, median [min, max] of the success metric, steps, entropy."""
     if not levels_:
@@ -104,7 +110,7 @@ def format_table(levels_: list[dict]) -> str:
             [
                 *([lv["bucket"]] if bucket_col else []),
                 *(str(lv["knobs"].get(k, "—")) for k in knob_names),
-                f"{lv['complexity_bits']:.2f}",
+                fmt_bits(lv["complexity_bits"]),
                 *(fmt(lv["best"].get(n), ".3g") for n in best_names),
                 fmt(lv["median"]),
                 fmt(lv["min"]),

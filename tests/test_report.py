@@ -14,6 +14,7 @@ from jaxcap import report
 from jaxcap.config import load_config
 from jaxcap.run import run
 from jaxcap.store import Store
+from jaxcap.summary import fmt_bits
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = (
@@ -76,3 +77,8 @@ def test_cli_refuses_a_directory_without_a_run(tmp_path):
     with pytest.raises(SystemExit, match="holds no config.json"):
         report.main(["--workdir", str(tmp_path / "nothing")])
     assert not (tmp_path / "nothing").exists()
+
+
+def test_complexity_column_is_readable_for_corpus_sized_bits():
+    assert fmt_bits(12.3456) == "12.35" and fmt_bits(9999.0) == "9999.00"
+    assert fmt_bits(8932992.0) == "8,932,992"  # Shakespeare's text size x log2 97
