@@ -209,3 +209,34 @@ def test_real_shape_anchors():
     cells = [t for t, w in zip(split.targets[example], split.weights[example]) if w]
     want = data["train"]["6d0aefbc"]["test"][0]["output"]
     assert [cells[r * 6 : r * 6 + 6] for r in range(3)] == want and set(cells[18:]) == {ash.OUTSIDE}
+
+
+def test_shape_configs_validate_and_impossible_outputs_fail_before_compiling():
+    from test_config import CONFIGS, _load
+
+    from jaxcap.config import validate
+
+    configs = {path.stem: _load(path) for path in CONFIGS}
+    validate(configs["calibrate"].get_config("domains"))
+    c = configs["arc"].get_config("shapes")
+    validate(c)
+    c.task.out_size = 5  # a 3 x 3 grid tiled 2 x 2 needs 6 x 6
+    with pytest.raises(ConfigError, match=r"config.task.out_size: got 5; allowed: at least 6") as e:
+        validate(c)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.slow
+def test_a_tiny_model_learns_a_fixed_tiling_of_2x2_grids(tmp_path):
+    from test_task_suite import _rows_by_level, _success, smoke_config
+
+    from jaxcap.run import run
+
+    config = smoke_config("configs/arc.py:smoke")  # a tiny model (d_model 32)
+    config.task.size = 2
+    config.sweep.task.level = (21,)  # tile 2 x 2: 2 x 2 grids -> 4 x 4 outputs on a 4 x 4 canvas
+    config.train.steps = 300  # learned by step 200 when measured
+    run(config, str(tmp_path))
+    (rows,) = _rows_by_level(tmp_path).values()
+    assert rows[0]["knobs"] == {"level": 21, "size": 2, "n_colours": 3}
+    assert min(_success(rows)) >= 0.95 and rows[0]["final"]["val_accuracy"] >= 0.99, rows[0]["final"]
