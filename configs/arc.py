@@ -5,6 +5,7 @@
     python -m jaxcap.launch --config configs/arc.py:real     # + the real ARC-AGI-1 probe (10 x 10)
     python -m jaxcap.launch --config configs/arc.py:full     # seed baseline, accelerator
     python -m jaxcap.launch --config configs/arc.py:objects  # flood fill, symmetry, counting
+    python -m jaxcap.launch --config configs/arc.py:shapes   # tile, upscale, mirror, crop + real
 
 Each member trains on one level of the rule ladder `LEVELS` (flip, rotate, recolour, gravity,
 translate; fixed, then inferred from the demonstrations, then chained with a recolour) on a
@@ -18,6 +19,18 @@ enclosed regions, symmetry completion, object counting; fixed, then with the pai
 mirror axis inferred) on 4 x 4 grids, same model and steps. Measured (2-core CPU, shared, load
 4-7): 5.1 min wall, 4.8 CPU-min; val exact fill 1.000 (9.5 bits, learned), fill? 0.863,
 symmetry 0.777, symmetry? 0.496, count 0.312 (chance 0.25), count? 0.293; per cell >= 0.95.
+
+`:shapes` trains the shape-changing levels (jaxcap/tasks/arc_shapes.py; 21 tile 2 x 2, 22
+upscale x 2, 23 mirror quad, 24 crop, 25 tile?, 27 mirror?, 28 shape?, 29 shape?+recolour?; 26
+upscale? is left out, its x 3 outputs would need a 9 x 9 canvas) on 3 x 3 grids with a 6 x 6
+output canvas: 166-token sequences, the test output's 36 cells all scored (outside its shape:
+class OUTSIDE), so val_exact needs shape and colours right; per-cell accuracy counts the easy
+outside cells too. Same model and steps. It scores every member on the real ARC-AGI-1 anchors
+that fit (6 same-size and 9 shape-changing tasks, 16 test pairs; `real_anchor_exact`). Measured
+(2-core CPU, load ~1.3): 6.5 min wall, 7.8 CPU-min; val exact / per cell: tile 0.961 / 0.999,
+upscale 0.902 / 0.997, mirror 1.000 / 1.000, crop 0.879 / 0.996 (chance 0.088), tile? 1.000 /
+1.000, mirror? 0.125 / 0.842, shape? 0.078 / 0.799, shape?+recolour? 0.004 / 0.740 (chance
+0.002 elsewhere); real anchors 1/16 exact (the mirror model), 0 for the others.
 
 `:real` trains on grids of side 3-10 on a 10 x 10 canvas and scores every member on the 154
 same-size <= 10 x 10 ARC-AGI-1 tasks (160 test pairs; `real_small_exact`) and on the 15 of them
@@ -37,13 +50,15 @@ learned (0.992; 26.98 bits), gravity? reaches 0.62, flip? 0.055 (14.6 min wall).
 
 from jaxcap.config import base_config, parse_arg
 from jaxcap.tasks.arc import FAMILIES, LEVELS
+from jaxcap.tasks.arc_levels import SHAPE_LEVELS
 
 LADDER = tuple(i for i, (_, family, _, _) in enumerate(LEVELS) if family in FAMILIES)  # levels 0-14
-OBJECTS = tuple(i for i in range(len(LEVELS)) if i not in LADDER)  # fill, symmetry, count (15-20)
+OBJECTS = tuple(i for i in range(len(LEVELS)) if i not in LADDER + SHAPE_LEVELS)  # fill, symmetry, count
+SHAPES = tuple(i for i in SHAPE_LEVELS if LEVELS[i][0] != "upscale?")  # scale 2: a 2G output canvas
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg, ("smoke", "real", "full", "objects"))
+    variant = parse_arg(arg, ("smoke", "real", "full", "objects", "shapes"))
     c = base_config("arc")
     c.task.update(level=0, size=3, n_colours=4, n_demos=2, n_eval=256)
     c.sweep.task.level = LADDER
@@ -75,6 +90,12 @@ def get_config(arg=None):
         c.task.update(size=4)
         c.sweep.task.level = OBJECTS
         c.note = "the object families (flood fill, symmetry, counting) on 4 x 4 grids"
+    elif variant == "shapes":
+        c.task.update(real="anchor")
+        c.sweep.task.level = SHAPES
+        c.note = (
+            "the shape-changing families on 3 x 3 grids (6 x 6 output canvas), scored on real shape anchors"
+        )
     elif variant == "full":
         c.task.update(size=6, n_colours=10, n_demos=3, n_eval=2048)
         c.sweep.seeds = 3

@@ -52,6 +52,11 @@ DOMAINS = {
         levels=dict(level=(15, 16, 17, 18, 19, 20)),
         overrides=CAUSAL,
     ),
+    "arc_shapes": dict(  # tile, upscale x 2, mirror arrangements, crop (fixed, then inferred)
+        task=dict(name="arc", size=3, n_colours=4, n_demos=2, n_eval=256),
+        levels=dict(level=(21, 22, 23, 24, 25, 27, 28, 29)),  # scale 2: a 6 x 6 output canvas
+        overrides=CAUSAL,
+    ),
     "hmm": dict(
         task=dict(
             name="hmm", vocab=8, length=64, concentration=1.0, emission_concentration=0.2, stickiness=0.8

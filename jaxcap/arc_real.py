@@ -10,9 +10,20 @@ in rich and drawsvg). ARC-AGI-2 is never read: its train set contains 767 ARC-AG
   primitive of `arc_grids` (a non-identity dihedral map, a wrapping unit shift or gravity),
   optionally followed by one consistent colour permutation, or by that permutation alone: real
   instances of the procedural families. There are 15, all within 10 x 10: 4 recolour, 4
-  flip/transpose, 3 rotate, 2 gravity, 2 shifts (one then recoloured). Tiling, upscaling,
-  mirror-concatenation and cropping change the shape, which the same-size encoding does not
-  cover.
+  flip/transpose, 3 rotate, 2 gravity, 2 shifts (one then recoloured).
+- Shape-changing anchors (with an output canvas, `select(..., out_side)`): tasks whose every pair
+  is solved by one rule of `arc_shapes` (then optionally one colour permutation). There are 20
+  of the 800: mirror_quad 3 (3af2c5a8, 62c24649, 67e8384a), mirror_right 2 (6d0aefbc,
+  c9e6f938), mirror_down 2 (6fa7a44f, 8be77c9e), mirror_up 1 (4c4377d9), mirror_quad_flipped 2
+  (eval 0c786b71, 833dafe3), rotate_quad 2 (46442a0e, 7fe24cdd), rotate_quad_ccw 2 (eval
+  7953d61e, ed98d772), upscale2 2 (c59eb873, eval 60c09cac), upscale3 1 (9172f3a0), tile1x2 1
+  (a416b8f3), crop 1 (1cf80156), crop+recolour 1 (a740d043); none is a plain 2 x 2 tiling.
+  Inputs <= G and outputs <= G_out: 9 for G 3, G_out 6 (10 with G_out 9), 13 for 4 / 8,
+  17 for 5 / 10 and 6 / 12, 18 for 7 / 14, 19 for 8 / 16 to 10 / 20 (1cf80156 needs a 12 x 12
+  input). Seven more are one rule we do not implement: block arrangements 8d5021e8 (3 x 2),
+  eval 00576224 and c48954c1 (3 x 3), eval 59341089 (1 x 4), eval bc4146bd (1 x 5); eval
+  68b67ca3 (downsampling by 2); 2dee498d (the left third). Ids are train unless marked eval.
+  The same-size anchors fitting G are 6 for G 3 and 4, 8 for 5, 12 for 6, 14 for 7-9, 15 for 10.
 
 A probe example is one test pair with the task's first n demonstrations (cycled when a task
 has fewer), as canvases ready for `Arc.encode`.
@@ -30,6 +41,7 @@ import pathlib
 import numpy as np
 
 from jaxcap.tasks import arc_grids as ag
+from jaxcap.tasks import arc_shapes as ash
 
 INSTALL = 'pip install -e ".[domains]"'
 SMALL_SIDE = 10
@@ -92,8 +104,11 @@ def colour_permutation(pairs_: list[tuple[np.ndarray, np.ndarray]]) -> bool:
 
 def anchor_rule(task: dict) -> str | None:
     """The name of the one-primitive rule (primitive, '+recolour' if a permutation follows) that
-    solves every pair of this same-size task, or None."""
+    solves every pair of this task, or None: `arc_grids` primitives for same-size tasks, the
+    rules of `arc_shapes` for tasks that change the grid's shape."""
     ps = pairs(task)
+    if any(x.shape != y.shape for x, y in ps):
+        return shape_rule(ps)
     if colour_permutation(ps) and any((x != y).any() for x, y in ps):
         return "recolour"
     for prim in range(1, ag.N_PRIMITIVES):
@@ -107,16 +122,39 @@ def anchor_rule(task: dict) -> str | None:
     return None
 
 
-def select(data: dict, which: str, side: int) -> dict[str, dict]:
-    """{'split/task_id': task} of R-small ('small') or R-anchor ('anchor') fitting side x side."""
+def shape_rule(ps: list[tuple[np.ndarray, np.ndarray]]) -> str | None:
+    """The `arc_shapes` rule (then '+recolour' if a permutation follows) solving every pair."""
+    for name in ash.NAMES:
+        moved = [ash.numpy_shape(x, name) for x, _ in ps]
+        if any(m is None or m.shape != y.shape for m, (_, y) in zip(moved, ps)):
+            continue
+        if all((m == y).all() for m, (_, y) in zip(moved, ps)):
+            return name
+        if colour_permutation([(m, y) for m, (_, y) in zip(moved, ps)]):
+            return name + "+recolour"
+    return None
+
+
+def fits(task: dict, side: int, out_side: int) -> bool:
+    """Every input fits side x side and every output out_side x out_side."""
+    return all(max(x.shape) <= side and max(y.shape) <= out_side for x, y in pairs(task))
+
+
+def select(data: dict, which: str, side: int, out_side: int = 0) -> dict[str, dict]:
+    """{'split/task_id': task} of R-small ('small') or R-anchor ('anchor') fitting side x side;
+    with an output canvas (out_side > 0) R-anchor adds the shape-changing anchors whose inputs
+    fit side x side and outputs out_side x out_side."""
     out = {}
     for split in ("train", "eval"):
         for task_id, task in sorted(data[split].items()):
-            if not same_size(task, min(side, SMALL_SIDE) if which == "small" else side):
-                continue
-            if which == "anchor" and anchor_rule(task) is None:
-                continue
-            out[f"{split}/{task_id}"] = task
+            if which == "small":
+                keep = same_size(task, min(side, SMALL_SIDE))
+            elif same_size(task, side):
+                keep = anchor_rule(task) is not None
+            else:
+                keep = out_side > 0 and fits(task, side, out_side) and anchor_rule(task) is not None
+            if keep:
+                out[f"{split}/{task_id}"] = task
     return out
 
 
@@ -138,9 +176,10 @@ def to_canvases(tasks: dict[str, dict], side: int, n_demos: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=8)
-def probe_canvases(which: str, side: int, n_demos: int) -> np.ndarray:
-    """The real probe split `which` ('small' or 'anchor') of ARC-AGI-1 for canvas `side`."""
-    tasks = select(arcagi1(), which, side)
+def probe_canvases(which: str, side: int, n_demos: int, out_side: int = 0) -> np.ndarray:
+    """The real probe split `which` ('small' or 'anchor') of ARC-AGI-1 for canvas `side` (and
+    output canvas `out_side`: then every grid is on an out_side canvas, inputs within side)."""
+    tasks = select(arcagi1(), which, side, out_side)
     if not tasks:
         raise ValueError(f"no real ARC-AGI-1 '{which}' task fits a {side} x {side} canvas")
-    return to_canvases(tasks, side, n_demos)
+    return to_canvases(tasks, max(side, out_side), n_demos)

@@ -14,9 +14,9 @@ from test_arc import DRAW, PUZZLES, _parse_slot
 
 from jaxcap import arc_real, tasks
 from jaxcap.tasks import arc_objects as ao
-from jaxcap.tasks.arc import FAMILIES, LEVELS
+from jaxcap.tasks.arc import LEVELS
 
-OBJECTS = [i for i, (_, family, _, _) in enumerate(LEVELS) if family not in FAMILIES]
+OBJECTS = [i for i, (_, family, _, _) in enumerate(LEVELS) if family in ao.KINDS]  # 15-20
 LEVEL = {name: i for i, (name, *_) in enumerate(LEVELS)}
 STEPS = ((1, 0), (-1, 0), (0, 1), (0, -1))
 

@@ -5,8 +5,8 @@ serialized as one causal sequence (see `arc_grids`): the model reads in_1 out_1 
 out_n in_test and is scored on the cells of out_test (teacher forcing, weights 0 elsewhere).
 `exact` is exact-grid accuracy (the success metric) and `accuracy` per-cell accuracy. Every
 teacher-forced cell right means greedy decoding reproduces the grid too (each step then sees
-the true prefix), so exact-grid under teacher forcing equals exact-grid when generating; the
-output's shape is given (every task here is same-size, as is the real probe).
+the true prefix), so exact-grid under teacher forcing equals exact-grid when generating. The
+output's shape is given for the same-size levels 0-20; the shape levels 21+ predict it.
 
 Grids are s x s, s uniform in [min_size, size] per puzzle (padded to G = the sweep's largest
 size); a cell is background (0) with probability 1/2, else uniform over colours
@@ -37,8 +37,21 @@ gravity each column's most likely outcome, prod_col max_k C(s, k) 2^-s q^k with 
 (n_colours - 1) (iid colours; the demo redraw makes this approximate); averaged over rules and
 sizes (an upper bound for mixtures).
 
+Levels 21-29 change the grid's shape (`arc_shapes`): tile, upscale, mirror (fixed: tile 2 x 2,
+upscale x 2, the 2 x 2 arrangement of the four reflections), crop (to the bounding box of the
+non-background cells; its own inputs, a noisy rectangle on background), then inferred: tile?,
+upscale? (x 2 or x 3), mirror? (7 reflection and rotation arrangements), shape? (the 10 rules of
+scale 2) and shape?+recolour?. Their outputs live on a G_out x G_out canvas (`out_size`, by
+default the largest scale of the swept levels times G; 0 when every level is same-size, which
+keeps the same-size layout), and every cell of the test output is scored, OUTSIDE beyond its
+shape, so `exact` needs the shape right too (n_outputs 11). Same-size levels swept alongside use
+that layout as well. Complexity: the ladder's, s^2 log2 n_colours + log2 |pool| (+ recolour),
+the outputs being injective in the input (chance 2^-(s^2) as for bijections); crop: see
+`arc_shapes.crop_bits`, chance sampled.
+
 `real` adds the real ARC-AGI-1 probe (`jaxcap.arc_real`): splits `real_small` (same-size tasks
-<= 10 x 10 that fit G) and/or `real_anchor` (those solved by one primitive here), scored like val.
+<= 10 x 10 that fit G) and/or `real_anchor` (those solved by one primitive here; with an output
+canvas also the shape-changing ones whose outputs fit G_out), scored like val.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """
@@ -56,59 +69,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.tasks import arc_grids as ag
+from jaxcap.tasks import arc_levels as al
 from jaxcap.tasks import arc_objects as ao
+from jaxcap.tasks import arc_shapes as ash
+from jaxcap.tasks.arc_levels import FAMILIES, LEVELS, fixed_colour_map
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.validate import Choice, ConfigError, Int
-
-FAMILIES = {
-    "none": (0,),
-    "flip": (1, 2, 3, 4),
-    "rotate": (5, 6, 7),
-    "translate": (12, 8, 9, 10, 11, 13, 14, 15),  # (0, +1) first: the fixed translation
-    "gravity": (16, 17, 18, 19),
-    "any": tuple(range(1, ag.N_PRIMITIVES)),
-}
-RECOLOUR = ("none", "fixed", "inferred")
-# (name, family, geometric primitive inferred?, recolour stage), easiest first
-LEVELS = (
-    ("flip", "flip", False, "none"),
-    ("rotate", "rotate", False, "none"),
-    ("recolour", "none", False, "fixed"),
-    ("gravity", "gravity", False, "none"),
-    ("translate", "translate", False, "none"),
-    ("flip?", "flip", True, "none"),
-    ("rotate?", "rotate", True, "none"),
-    ("recolour?", "none", False, "inferred"),
-    ("gravity?", "gravity", True, "none"),
-    ("translate?", "translate", True, "none"),
-    ("flip+recolour", "flip", False, "fixed"),
-    ("gravity+recolour", "gravity", False, "fixed"),
-    ("flip?+recolour?", "flip", True, "inferred"),
-    ("gravity?+recolour?", "gravity", True, "inferred"),
-    ("any?+recolour?", "any", True, "inferred"),
-    ("fill", "fill", False, "none"),  # the object families of `arc_objects`: own inputs
-    ("fill?", "fill", True, "none"),
-    ("symmetry", "symmetry", False, "none"),
-    ("symmetry?", "symmetry", True, "none"),
-    ("count", "count", False, "none"),
-    ("count?", "count", True, "none"),
-)
-_NAMES = tuple(FAMILIES)
-_POOL = np.zeros((len(FAMILIES), ag.N_PRIMITIVES), np.int32)
-for _i, _members in enumerate(FAMILIES.values()):
-    _POOL[_i, : len(_members)] = _members
-_POOL_SIZE = np.array([len(m) for m in FAMILIES.values()], np.int32)
-_LEVEL_FAMILY = np.array([_NAMES.index(f) if f in FAMILIES else 0 for _, f, _, _ in LEVELS], np.int32)
-_LEVEL_KIND = np.array([ao.KINDS.index(f) if f in ao.KINDS else 0 for _, f, _, _ in LEVELS], np.int32)
-_LEVEL_INFER = np.array([infer for _, _, infer, _ in LEVELS], bool)
-_LEVEL_RECOLOUR = np.array([RECOLOUR.index(r) for *_, r in LEVELS], np.int32)
-
-
-def fixed_colour_map(seed: int) -> np.ndarray:
-    """The fixed recolour table: a random permutation of colours 1-9 (0 and specials kept)."""
-    table = np.arange(ag.VOCAB, dtype=np.int32)
-    table[1:10] = 1 + np.random.default_rng(seed).permutation(9)
-    return table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +89,7 @@ class Arc(Task):
     max_size: int = 0  # 0: set from the sweep; the canvas side G
     recolour_seed: int = 0
     real: str = "none"  # none, small, anchor, both: add the real ARC-AGI-1 probe splits
+    out_size: int = 0  # the output canvas G_out; 0: set from the levels (none for same-size ones)
 
     SCHEMA = {
         **Task.SCHEMA,
@@ -134,6 +101,7 @@ class Arc(Task):
         "max_size": Int(0, 30),
         "recolour_seed": Int(0),
         "real": Choice(("none", "small", "anchor", "both")),
+        "out_size": Int(0, 90),
     }
 
     def check(self) -> None:
@@ -156,6 +124,12 @@ class Arc(Task):
                 f"config.task.real: got {self.real!r} on a {self.canvas} x {self.canvas} canvas; allowed: "
                 "config.task.size >= 3 (the smallest real ARC-AGI-1 tasks are 3 x 3)"
             )
+        need = al.out_scale(self.level) * self.canvas
+        if self.out_size and self.out_size < max(need, self.canvas) or need and not self.out_size:
+            raise ConfigError(
+                f"config.task.out_size: got {self.out_size}; allowed: at least {max(need, self.canvas)} "
+                f"(level {self.level} {LEVELS[self.level][0]!r} on a {self.canvas} x {self.canvas} canvas)"
+            )
         super().check()
 
     @property
@@ -168,13 +142,14 @@ class Arc(Task):
 
     @property
     def spec(self) -> TaskSpec:
-        g = self.canvas
+        g, h = self.canvas, self.out_size
+        pair = 2 * (g * (g + 1) + 1) if not h else g * (g + 1) + h * (h + 1) + 2  # slots and SEPs
         return TaskSpec(
             family="arc",
             kind="sequence",
             vocab_size=ag.VOCAB,
-            seq_len=self.n_grids * (g * (g + 1) + 1) - 2,
-            n_outputs=ag.N_COLOURS,
+            seq_len=self.n_grids // 2 * pair - 2,
+            n_outputs=ash.N_OUTPUTS if h else ag.N_COLOURS,
             readout="all",
             knobs=("level", "size", "n_colours"),
             metric="exact",
@@ -182,7 +157,8 @@ class Arc(Task):
         )
 
     def puzzle(self, key: jax.Array, knobs: dict[str, jax.Array]) -> jax.Array:
-        """One puzzle's 2n + 2 canvases [in_1, out_1, ..., in_test, out_test]."""
+        """One puzzle's 2n + 2 canvases [in_1, out_1, ..., in_test, out_test] (G_out x G_out when
+        out_size is set, the inputs within their G x G corner)."""
         g, n = self.canvas, self.n_demos
         key_side, key_bg, key_colour, key_redraw, key_rule, key_perm = jax.random.split(key, 6)
         size = knobs["size"]
@@ -199,17 +175,32 @@ class Arc(Task):
         grids = jnp.where(live, colours, 0)
         grids = jnp.where(ag.inside(s, g)[None], grids, ag.PAD)
         level = knobs["level"]
-        family = jnp.asarray(_LEVEL_FAMILY)[level]
-        which = jax.random.randint(key_rule, (), 0, jnp.asarray(_POOL_SIZE)[family])
-        prim = jnp.asarray(_POOL)[family, jnp.where(jnp.asarray(_LEVEL_INFER)[level], which, 0)]
-        stage = jnp.asarray(_LEVEL_RECOLOUR)[level]
+        family = jnp.asarray(al.LEVEL_FAMILY)[level]
+        which = jax.random.randint(key_rule, (), 0, jnp.asarray(al.POOL_SIZE)[family])
+        prim = jnp.asarray(al.POOL)[family, jnp.where(jnp.asarray(al.LEVEL_INFER)[level], which, 0)]
+        stage = jnp.asarray(al.LEVEL_RECOLOUR)[level]
         drawn = ag.identity_colours().at[1:10].set(1 + jax.random.permutation(key_perm, 9).astype(jnp.int32))
         tables = jnp.stack([ag.identity_colours(), jnp.asarray(fixed_colour_map(self.recolour_seed)), drawn])
         outputs = jax.vmap(lambda x: ag.recolour(ag.apply_primitive(x, prim, s), tables[stage]))(grids)
-        kind = jnp.asarray(_LEVEL_KIND)[level]
-        infer = jnp.asarray(_LEVEL_INFER)[level]
+        kind = jnp.asarray(al.LEVEL_KIND)[level]
+        infer = jnp.asarray(al.LEVEL_INFER)[level]
         objects = ao.object_puzzle(jax.random.fold_in(key_rule, 1), grids, kind, infer, s, knobs["n_colours"])
         grids, outputs = (jnp.where(kind > 0, o, ladder) for o, ladder in zip(objects, (grids, outputs)))
+        if self.out_size:  # the shape-changing families; other levels keep their grids
+            family = jnp.asarray(al.LEVEL_SHAPE)[level]
+            shaped = ash.shape_puzzle(
+                jax.random.fold_in(key_rule, 2),
+                grids,
+                s,
+                family,
+                infer,
+                knobs["n_colours"],
+                tables[stage],
+                self.out_size,
+            )
+            grids = ash.pad_canvas(jnp.where(family >= 0, shaped[0], grids), self.out_size)
+            outputs = jnp.where(family >= 0, shaped[1], ash.pad_canvas(outputs, self.out_size))
+            g = self.out_size
         return jnp.stack([grids, outputs], axis=1).reshape(self.n_grids, g, g)
 
     def encode(self, grids_NxKxGxG: jax.Array) -> Split:
@@ -226,37 +217,33 @@ class Arc(Task):
 
             for name in ("small", "anchor"):
                 if self.real in (name, "both"):
-                    grids = arc_real.probe_canvases(name, self.canvas, self.n_demos)
+                    grids = arc_real.probe_canvases(name, self.canvas, self.n_demos, self.out_size)
                     data[f"real_{name}"] = self.encode(jnp.asarray(grids))
         return data
-
-    def _rules(self, level: int) -> tuple[tuple[int, ...], str]:
-        _, family, infer, stage = LEVELS[level]
-        pool = FAMILIES[family]
-        return (pool if infer else pool[:1]), stage
 
     def complexity_bits(self, knobs: dict[str, Any]) -> float:
         level, size, n_colours = int(knobs["level"]), int(knobs["size"]), int(knobs["n_colours"])
         _, family, infer, _ = LEVELS[level]
         if family in ao.KINDS:
             return ao.complexity_bits(family, infer, size, n_colours)
-        rules, stage = self._rules(level)
-        bits = size * size * math.log2(n_colours) + math.log2(len(rules))
+        rules, stage = al.level_rules(level), LEVELS[level][3]
+        grid_bits = ash.crop_bits(size, n_colours) if family == "crop" else size * size * math.log2(n_colours)
+        bits = grid_bits + math.log2(len(rules))
         if stage == "inferred":
             bits += math.log2(math.factorial(9) / math.factorial(10 - n_colours))
         return bits
 
     def chance(self, knobs: dict[str, Any]) -> float:
         level, size, n_colours = int(knobs["level"]), int(knobs["size"]), int(knobs["n_colours"])
-        if LEVELS[level][1] in ao.KINDS:
+        if LEVELS[level][1] in (*ao.KINDS, "crop"):
             return _sampled_chance(self, level, size, n_colours)
-        rules, _ = self._rules(level)
+        rules = al.level_rules(level)  # the shape rules (not crop) are injective, as the dihedral maps
         q = 1.0 / (n_colours - 1)
         sides = range(min(self.min_size, size) if self.min_size else size, size + 1)
         total = 0.0
         for s in sides:
             for prim in rules:
-                if prim in ag.GRAVITY:
+                if LEVELS[level][1] in FAMILIES and prim in ag.GRAVITY:
                     column = max(math.comb(s, k) * 0.5**s * q**k for k in range(s + 1))
                     total += column**s
                 else:
@@ -266,7 +253,9 @@ class Arc(Task):
     @classmethod
     def from_config(cls, cfg: dict[str, Any], knob_grid: dict[str, list]) -> Arc:
         sizes = [cfg.get("size", cls.size), *knob_grid.get("size", ())]
-        return cls(**{**cfg, "max_size": max(*sizes, cfg.get("max_size", 0))})
+        g = max(*sizes, cfg.get("max_size", 0))
+        scale = max(al.out_scale(int(v)) for v in (cfg.get("level", cls.level), *knob_grid.get("level", ())))
+        return cls(**{**cfg, "max_size": g, "out_size": cfg.get("out_size") or scale * g})
 
 
 @functools.cache
@@ -287,6 +276,8 @@ def _sampled_chance(task: Arc, level: int, size: int, n_colours: int, n: int = 8
 # Jitted (the task is static): called eagerly, e.g. by tests, a puzzle is hundreds of small ops.
 @functools.partial(jax.jit, static_argnums=0)
 def _encode(task: Arc, grids_NxKxGxG: jax.Array) -> Split:
+    if task.out_size:
+        return Split(*jax.vmap(lambda grids: ash.encode(grids, task.canvas))(grids_NxKxGxG))
     full = jax.vmap(ag.serialize)(grids_NxKxGxG)
     inputs, targets, weights = jax.vmap(lambda f: ag.to_example(f, task.n_grids, task.canvas))(full)
     return Split(inputs, targets, weights)
