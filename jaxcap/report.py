@@ -4,10 +4,10 @@ The command dispatches on the workdir's `config.json` to the report of its exper
 (`jaxcap.experiments.EXPERIMENTS[config.experiment].report`). For population runs that report
 adds, next to the per-level table and figure of `jaxcap.summary`:
 
-- `success_vs_complexity.png`: the success metric vs complexity_bits, per-seed points, median
-  with min–max, one series per bucket, out-of-length splits (`val_long_*`) as hollow markers,
-  chance and threshold lines, the highest level learned marked; the y label says whether
-  lower is better (NMSE).
+- `success_vs_complexity.png`: the success metric (a test metric) vs complexity_bits, per-seed
+  points, median with min–max, one series per bucket, out-of-length splits (`val_long_*`) as
+  hollow markers, chance, shortcut (where the task has one) and threshold lines, the highest
+  level learned marked; the y label says whether lower is better (NMSE).
 - `dynamics.png`: one row per difficulty level; columns: the primary metric (train, val and
   any other eval split), the loss, and the predictive entropy, over training steps (log axis,
   so a grokking jump — train at 1.0 long before val — is visible), one thin line per seed.
@@ -71,7 +71,7 @@ def plot_success(rows: list[dict], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7.0, 4.4))
     levels = summary.levels(rows, HPARAM_NAMES)
     metric = rows[0]["success_metric"]
-    long_metric = metric.replace("val_", "val_long_", 1)
+    long_metric = f"val_long_{rows[0]['metric']}"  # the out-of-length split, never trained on
     for i, name in enumerate(dict.fromkeys(series(lv["bucket"])[0] for lv in levels)):
         fam = [lv for lv in levels if series(lv["bucket"])[0] == name and lv["values"]]
         fam.sort(key=lambda lv: lv["complexity_bits"])
@@ -86,6 +86,8 @@ def plot_success(rows: list[dict], path: Path) -> Path:
         name = name or (fam[0]["family"] if fam else "")
         ax.errorbar(xs, med, yerr=err, fmt="o-", color=color, capsize=2, ms=4, label=f"{name}: median")
         ax.plot(xs, [lv["chance"] for lv in fam], "--", color=color, lw=0.8, alpha=0.6)
+        if any(lv["shortcut"] is not None for lv in fam):
+            ax.plot(xs, [lv["shortcut"] for lv in fam], "-.", color=color, lw=0.8, alpha=0.8)
         long = [
             (lv["complexity_bits"], statistics.median(v))
             for lv in fam
@@ -99,7 +101,9 @@ def plot_success(rows: list[dict], path: Path) -> Path:
             ax.axvline(top, color=color, ls=":", lw=1)
             ax.annotate("highest learned", (top, 0.5), rotation=90, fontsize=7, color=color)
     ax.axhline(levels[0]["threshold"], color="C3", ls=":", lw=0.8, label="success threshold")
-    ax.plot([], [], "--", color="gray", lw=0.8, label="chance")
+    ax.plot([], [], "--", color="gray", lw=0.8, label="chance (input-blind, from train)")
+    if any(lv["shortcut"] is not None for lv in levels):
+        ax.plot([], [], "-.", color="gray", lw=0.8, label=f"shortcut: {levels[0]['shortcut_name']}")
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"{metric} ({'higher' if rows[0]['higher_is_better'] else 'lower'} is better)")
     ax.set_title(_model_title(rows), fontsize=9)
@@ -245,11 +249,10 @@ def _long_gap(row: dict) -> float | None:
 
 
 def metrics_table(rows: list[dict]) -> str:
-    """Median over ok seeds of every final val/train metric, one line per level."""
+    """Median over ok seeds of every final train/val/test metric, one line per level."""
     groups = group_levels(rows)
-    names = sorted(
-        {k for r in rows for k, v in r["final"].items() if k.startswith(("train_", "val_")) and v is not None}
-    )
+    splits = ("train_", "val_", "test_")
+    names = sorted({k for r in rows for k, v in r["final"].items() if k.startswith(splits) and v is not None})
     names = [n for n in names if not n.endswith("_loss")] + ["gap"]
     head = ["level", "bits", *names]
     lines = []

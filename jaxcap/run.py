@@ -25,11 +25,15 @@ from jaxcap import sharding, summary
 from jaxcap.checkpoint import PopulationCheckpoints
 from jaxcap.config import validate
 from jaxcap.models import param_count
+from jaxcap.outcomes import member_success
 from jaxcap.plan import Bucket, plan
 from jaxcap.population import HPARAM_NAMES, stack
 from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
 from jaxcap.store import Store, write_atomic
+from jaxcap.tasks import holdout
+from jaxcap.tasks.base import SPLITS
 from jaxcap.train import PopulationProgram, make_population
+from jaxcap.validate import ConfigError
 
 StopFn = Callable[[dict], bool]
 # (cursor, host metrics) -> bool mask [P] of members frozen from now on, or None (no change)
@@ -62,8 +66,32 @@ def _update_cursor(cursor: dict, step: int, host: dict[str, np.ndarray], spec, e
     cursor["step"], cursor["n_evals"] = step, cursor["n_evals"] + 1
 
 
-def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
-    """The final members.jsonl rows: what each member was, how it ended, what it reached."""
+def _baseline_fields(task, i: int, baselines: dict[str, np.ndarray], knobs: dict) -> dict:
+    """A member's chance, shortcut and split-overlap fields (jaxcap.baselines), for the metrics a
+    reader compares: the success and selection metrics and the primary metric on every split."""
+    spec = task.spec
+    wanted = {spec.success_metric, spec.select_metric, *(f"{s}_{spec.metric}" for s in SPLITS)}
+    pick = lambda prefix: {
+        m: float(baselines[f"{prefix}_{m}"][i]) for m in wanted if f"{prefix}_{m}" in baselines
+    }
+    chance, shortcut = pick("chance"), pick("shortcut")
+    return {
+        "chance": chance.get(spec.success_metric),
+        "chance_nominal": task.chance(knobs),  # the same quantity from the task's definition
+        "shortcut": shortcut.get(spec.success_metric),
+        "shortcut_name": task.shortcut_name or None,
+        "baselines": {"chance": chance, **({"shortcut": shortcut} if shortcut else {})},
+        "overlap": {
+            "val": float(baselines["overlap_val"][i]),
+            "test": float(baselines["overlap_test"][i]),
+            "guaranteed": task.overlap_guaranteed(),
+        },
+    }
+
+
+def member_rows(bucket: Bucket, cursor: dict, baselines: dict[str, np.ndarray]) -> list[dict]:
+    """The final members.jsonl rows: what each member was, how it ended, what it reached, and
+    what it is compared with (chance, shortcut, train/val/test overlap)."""
     spec, rows = bucket.task.spec, []
     n_params = param_count(bucket.model)
     for i, member in enumerate(bucket.members):
@@ -85,11 +113,12 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
                 "task": {**dataclasses.asdict(bucket.task), **member.knobs},  # every difficulty knob
                 "hparams": member.hparams,
                 "complexity_bits": bucket.task.complexity_bits(member.knobs),
-                "chance": bucket.task.chance(member.knobs),
+                **_baseline_fields(bucket.task, i, baselines, member.knobs),
                 "success_metric": spec.success_metric,
+                "select_metric": spec.select_metric,
                 "success_threshold": spec.success_threshold,
                 "higher_is_better": spec.higher_is_better,
-                "success": status == "ok" and spec.reached(value, spec.success_threshold),
+                "success": member_success(status, value, spec.success_threshold, spec.higher_is_better),
                 "final": final,
                 "metric": spec.metric,
                 "best_val": cursor["best_val"][i],
@@ -101,6 +130,22 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def check_held_out(bucket: Bucket, data: dict) -> None:
+    """A val or test split with no scored example is a config error, not a silent 0: a sampled
+    task whose input space is too small to reach the hold-out's hash buckets (jaxcap.tasks.holdout)."""
+    for name in ("val", "test"):
+        weights = np.asarray(sharding.to_host(data[name].weights))
+        scored = (weights.reshape(weights.shape[0], weights.shape[1], -1).sum(-1) > 0).sum(1)
+        if (scored == 0).any():
+            i = int(np.flatnonzero(scored == 0)[0])
+            raise ConfigError(
+                f"config.task: the {name} split of member {i} ({bucket.task.spec.family} "
+                f"{bucket.members[i].knobs}) holds no example: its input space is too small for a "
+                f"hashed hold-out (1/{holdout.N_BUCKETS} of the inputs each for val and test); allowed: a "
+                "larger input space, or train_fraction > 0 where the task enumerates its inputs"
+            )
 
 
 @functools.lru_cache(maxsize=8)
@@ -166,6 +211,7 @@ def train_bucket(
         print(f"[{bucket.name}] resuming from step {cursor['step']}", flush=True)
     store.truncate(bucket.name, cursor["n_evals"])
     data = program.data(keys, hparams)
+    check_held_out(bucket, data)
 
     n_chunks = settings.steps // settings.chunk_steps
     bar = tqdm(
@@ -200,7 +246,10 @@ def train_bucket(
             raise RuntimeError(f"every member diverged by step {step}; lower config.hparams.learning_rate")
     bar.close()
     ckpts.close()
-    rows = member_rows(bucket, cursor)
+    baselines = {
+        k: np.asarray(v, np.float64) for k, v in sharding.to_host(program.baselines(hparams, data)).items()
+    }
+    rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)
     return rows
 

@@ -217,13 +217,14 @@ def leftover_round(
 
 
 def member_values(final: dict[str, Any], spec: Any, study_cfg: Any) -> tuple[float, ...] | None:
-    """The objective of one member from its metrics; None when a value is missing (diverged)."""
-    val, gap = final.get(spec.success_metric), final.get("gap")
+    """The objective of one member from its metrics, read on val (selection never reads test);
+    None when a value is missing (diverged)."""
+    val, gap = final.get(spec.select_metric), final.get("gap")
     if val is None or gap is None or not (np.isfinite(val) and np.isfinite(gap)):
         return None
     if study_cfg.objective == "multi":
         return (float(val), float(gap))
-    if study_cfg.objective == "val" or spec.success_metric.startswith("train_"):
+    if study_cfg.objective == "val" or spec.select_metric.startswith("train_"):
         return (float(val),)  # memorization tasks succeed on train: a gap is what they measure
     # generalization gap: positive when train beats val (oriented by higher_is_better)
     sign = 1.0 if spec.higher_is_better else -1.0
@@ -231,7 +232,8 @@ def member_values(final: dict[str, Any], spec: Any, study_cfg: Any) -> tuple[flo
 
 
 def aggregate(per_seed: list[tuple[float, ...]], finals: list[dict], spec: Any) -> tuple[list[float], dict]:
-    """Mean over seeds (what `tell` receives) and the seed spread (trial user attributes)."""
+    """Mean over seeds (what `tell` receives) and the seed spread (trial user attributes), with
+    the per-seed selection (val) and outcome (test) metrics: reports quote the outcome."""
     values = np.asarray(per_seed, np.float64)  # [S, objectives]
     ddof = 1 if len(values) > 1 else 0
     attrs = {
@@ -239,7 +241,8 @@ def aggregate(per_seed: list[tuple[float, ...]], finals: list[dict], spec: Any) 
         "seed_std": values.std(0, ddof=ddof).tolist(),
         "seed_min": values.min(0).tolist(),
         "seed_max": values.max(0).tolist(),
-        spec.success_metric: [f[spec.success_metric] for f in finals],
+        spec.select_metric: [f.get(spec.select_metric) for f in finals],
+        spec.success_metric: [f.get(spec.success_metric) for f in finals],
         "gap": [f["gap"] for f in finals],
     }
     return values.mean(0).tolist(), attrs

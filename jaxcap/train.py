@@ -25,9 +25,11 @@ from flax import struct
 from jax.sharding import Mesh
 
 from jaxcap import losses
+from jaxcap.baselines import make_baselines
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
 from jaxcap.population import HParams
+from jaxcap.scoring import score_splits
 from jaxcap.sharding import member_sharding
 from jaxcap.tasks import Split, Task
 
@@ -165,37 +167,14 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
 
 
 def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> Callable:
-    """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split.
-
-    Each split is scored whole (up to the task's n_eval cap) in batches of `eval_batch_size`,
-    padded with zero-weight rows, inside a `lax.scan` so memory stays bounded.
-    """
+    """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split
+    (train, val, test and any task-specific split), in batches of `eval_batch_size`."""
     apply_fn = make_apply(model_cfg)
-    objective = losses.OBJECTIVES[task.spec.kind]
-
-    def score(params, split: Split, mask) -> dict[str, jax.Array]:
-        size = min(settings.eval_batch_size, split.size)
-        n_batches = -(-split.size // size)
-        pad = n_batches * size - split.size
-        padded = jax.tree.map(lambda a: jnp.concatenate([a, jnp.zeros((pad,) + a.shape[1:], a.dtype)]), split)
-        batches = jax.tree.map(lambda a: a.reshape((n_batches, size) + a.shape[1:]), padded)
-
-        def body(total, batch: Split):
-            logits = apply_fn(params, batch.inputs)
-            sums = objective.sums(logits, batch.targets, batch.weights, mask, batch.optimum)
-            return jax.tree.map(jnp.add, total, sums), None
-
-        zeros = objective.zeros(model_cfg.n_outputs, split.optimum is not None)
-        total, _ = jax.lax.scan(body, zeros, batches)
-        return objective.finalize(total)
 
     def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
-        mask = task.output_mask(hp.task)
-        out, splits = {}, task.eval_splits(data)
-        for name, split in splits.items():
-            for metric, value in score(state.params, split, mask).items():
-                out[f"{name}_{metric}"] = value
-        return {**out, **task.derived_metrics(out, splits)}
+        predict = lambda inputs: apply_fn(state.params, inputs)
+        splits, mask = task.eval_splits(data), task.output_mask(hp.task)
+        return score_splits(predict, task, splits, mask, model_cfg.n_outputs, settings.eval_batch_size)
 
     return evaluate
 
@@ -208,6 +187,7 @@ class PopulationProgram:
     data: Callable  # (key_data_P, hparams_P) -> data_P
     chunk: Callable  # (state_P, hparams_P, data_P) -> (state_P, ChunkStats_P); donates state_P
     evaluate: Callable  # (state_P, hparams_P, data_P) -> {metric: [P]}
+    baselines: Callable  # (hparams_P, data_P) -> {chance_*, shortcut_*, overlap_*: [P]}
     mesh: Mesh | None = None  # the devices the member axis is split over (None: jit's default)
 
 
@@ -218,6 +198,7 @@ def make_population(
     `mesh` when one is given (every argument and result, so no step moves data between devices)."""
     init_member, run_chunk = make_train(settings, task, model_cfg)
     evaluate = make_evaluate(settings, task, model_cfg)
+    member_baselines = make_baselines(task, model_cfg.n_outputs, settings.eval_batch_size)
 
     def member_data(key_data, hp: HParams):
         key = jax.random.fold_in(jax.random.wrap_key_data(key_data), KEY_DATA)
@@ -230,5 +211,6 @@ def make_population(
         data=jax.jit(jax.vmap(member_data), **split),
         chunk=jax.jit(jax.vmap(run_chunk), donate_argnums=0, **split),
         evaluate=jax.jit(jax.vmap(evaluate), **split),
+        baselines=jax.jit(jax.vmap(lambda hp, data: member_baselines(hp.task, data)), **split),
         mesh=mesh,
     )

@@ -182,8 +182,10 @@ def test_shakespeare_real_corpus_genres():
         shakespeare.GENRES
     )
     assert len(list(root.rglob("*.md"))) == 38
-    head, tail = shakespeare.load_genres("", "romances", 0.1)
-    assert 450_000 < len(head) + len(tail) < 600_000 and (head == shakespeare.VOCAB - 1).mean() < 1e-3
+    head, val, test = shakespeare.load_genres("", "romances", 0.1)
+    assert 0 <= len(test) - len(val) <= 4  # the held-out tail of each of 4 plays, halved
+    assert 450_000 < len(head) + len(val) + len(test) < 600_000
+    assert (head == shakespeare.VOCAB - 1).mean() < 1e-3
 
 
 @pytest.mark.slow

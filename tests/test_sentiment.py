@@ -211,15 +211,15 @@ def test_vader_loader_on_a_synthetic_sdist(tmp_path):
     task.check()
     vocab = task.data()["vocab"]
     assert vocab[:3] == ("<pad>", "<unk>", "<cls>") and "zyzzyva" not in vocab and "awful" not in vocab
-    assert task.split_sizes() == (4, 2)  # 6 rated movie/amazon sentences; 'a phone' (0.04) is neutral
+    assert task.split_sizes() == (2, 2, 2)  # 6 rated movie/amazon sentences; 'a phone' (0.04) is neutral
     data = jax.tree.map(np.asarray, task.make_data(jax.random.key(0), {}))
-    assert set(data) == {"train", "val", "cross", "tweets", "nyt"}
+    assert set(data) == {"train", "val", "test", "cross", "tweets", "nyt"}
     assert data["tweets"].size == 2 and data["nyt"].size == 2 and data["cross"].size == 4
     decoded = {tuple(vocab[t] for t in row if t) for row in data["nyt"].inputs.tolist()}
     # 'zyzzyva' and 'policy' occur only in a held-out domain, so they are UNK
     assert decoded == {("a", "bad", "<unk>", "<unk>", "<cls>"), ("good", "<unk>", "<cls>")}
     assert sorted(data["nyt"].targets.tolist()) == [0, 1] and (data["cross"].inputs[:, -1] == 2).all()
-    pool = sorted(tuple(r) for s in ("train", "val") for r in data[s].inputs.tolist())
+    pool = sorted(tuple(r) for s in ("train", "val", "test") for r in data[s].inputs.tolist())
     assert len(pool) == 6 and task.chance({}) == 0.5
 
 
