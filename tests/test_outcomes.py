@@ -66,11 +66,17 @@ def test_meta_model_rows_are_the_val_selected_setting_with_test_outcomes():
 
 
 def test_a_diverged_seed_is_a_failure_everywhere():
-    rows = [_row(1e-3, 0, 0.99, 0.99), _row(1e-3, 1, 0.99, 0.99), _row(1e-3, 2, float("nan"), None, "diverged")]
+    rows = [
+        _row(1e-3, 0, 0.99, 0.99),
+        _row(1e-3, 1, 0.99, 0.99),
+        _row(1e-3, 2, float("nan"), None, "diverged"),
+    ]
     [level] = summary.levels(rows, HPARAM_NAMES)
     assert level["n"] == 3 and level["n_success"] == 2 and level["diverged"] == 1 and level["learned"]
     assert not rows[2]["success"]
-    assert [r["success"] for r in meta_data.build_table(meta_data.best_setting_rows(rows)).rows].count(False) == 1
+    assert [r["success"] for r in meta_data.build_table(meta_data.best_setting_rows(rows)).rows].count(
+        False
+    ) == 1
     two_of_four = [*rows, _row(1e-3, 3, float("nan"), None, "diverged")]
     assert not summary.levels(two_of_four, HPARAM_NAMES)[0]["learned"]  # half is not a majority
 
@@ -83,7 +89,9 @@ def test_a_setting_whose_seeds_diverge_loses_the_selection():
 
 
 def test_the_optuna_objective_reads_val_only():
-    spec = types.SimpleNamespace(select_metric="val_accuracy", success_metric="test_accuracy", higher_is_better=True)
+    spec = types.SimpleNamespace(
+        select_metric="val_accuracy", success_metric="test_accuracy", higher_is_better=True
+    )
     cfg = types.SimpleNamespace(objective="val", gap_penalty=0.0)
     assert study.member_values({"val_accuracy": 0.7, "test_accuracy": 0.1, "gap": 0.0}, spec, cfg) == (0.7,)
 

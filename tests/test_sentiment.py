@@ -125,8 +125,8 @@ def test_soft_split_gives_exact_expected_and_bayes_accuracy():
     soft = splits["val_soft"]
     assert soft.size == 2 * data["val"].size
     np.testing.assert_allclose(soft.weights, np.concatenate([p, 1 - p]), atol=1e-6)
-    fake = {f"{n}_{c}_accuracy": jnp.float32(0.5) for n in ("val",) for c in ("neg", "pos")}
-    fake.update(train_soft_accuracy=jnp.float32(0.6), val_soft_accuracy=jnp.float32(0.7))
+    fake = {f"{n}_{c}_accuracy": jnp.float32(0.5) for n in ("val", "test") for c in ("neg", "pos")}
+    fake.update(train_soft_accuracy=0.6, val_soft_accuracy=jnp.float32(0.7), test_soft_accuracy=0.8)
     out = task.derived_metrics(fake, splits)
     bayes = np.maximum(p, 1 - p).mean()
     assert out["val_bayes_accuracy"] == pytest.approx(bayes, abs=1e-5)

@@ -22,37 +22,13 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
 from jaxcap.tasks import holdout
+from jaxcap.tasks.split import Split
 from jaxcap.validate import ConfigError, Float, Int
 
 KINDS = ("classify", "sequence", "regress")
 SPLITS = ("train", "val", "test")  # what every task's make_data returns, at least
-
-
-@struct.dataclass
-class Split:
-    """A set of examples. inputs: [N, T] int32 tokens, or [N, T, input_dim] float32 vectors;
-    targets: [N] or [N, T] int32 classes, or [N, K] float32 for regression; weights: one per
-    scored answer ([N] or [N, T]), 0 where nothing is scored. optimum (optional, like weights):
-    the loss in nats of the true process on each target, where it is known (language tasks);
-    evaluation then reports the model's excess over it."""
-
-    inputs: jax.Array
-    targets: jax.Array
-    weights: jax.Array
-    optimum: jax.Array | None = None
-
-    def take(self, idx: jax.Array) -> Split:
-        return jax.tree.map(lambda a: a[idx], self)
-
-    def head(self, n: int) -> Split:
-        return jax.tree.map(lambda a: a[:n], self)
-
-    @property
-    def size(self) -> int:
-        return self.inputs.shape[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +154,7 @@ class Task(abc.ABC):
         everything = None if self.is_stream else self.examples(knobs)
         if everything is None:  # sampled: each split from its own hash buckets
             sizes = {"train": n_train or self.n_eval, "val": n_val, "test": n_test}
-            return {**holdout.draw_splits(self, key, knobs, sizes, salt), "salt": salt}
+            return {**holdout.draw_splits(self.draw, key, knobs, sizes, salt), "salt": salt}
         everything = everything.take(jax.random.permutation(key, everything.size))
         cut = (0, n_train, n_train + n_val, n_train + n_val + n_test)
         return {
@@ -190,7 +166,7 @@ class Task(abc.ABC):
         self, key: jax.Array, data: dict[str, Split], knobs: dict[str, jax.Array], batch_size: int
     ) -> Split:
         if self.is_stream and "salt" in data:  # held-out inputs are never drawn for training
-            return holdout.draw_train_batch(self, key, knobs, batch_size, data["salt"])
+            return holdout.draw_train_batch(self.draw, key, knobs, batch_size, data["salt"])
         if self.is_stream:  # a task whose splits are disjoint by construction (e.g. separate text)
             return self.draw(key, knobs, batch_size)
         train = data["train"]

@@ -18,13 +18,14 @@ fraction of a split's scored examples whose input occurs among the training exam
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable
 
 import jax
 import jax.numpy as jnp
 
-if TYPE_CHECKING:
-    from jaxcap.tasks.base import Split, Task
+from jaxcap.tasks.split import Split
+
+DrawFn = Callable[[jax.Array, dict, int], Split]  # a task's `draw(key, knobs, n)`
 
 N_BUCKETS = 8
 BUCKET = {"val": 0, "test": 1}  # every other bucket is training's
@@ -69,30 +70,36 @@ def _wanted(split: str, buckets: jax.Array) -> jax.Array:
     return buckets == BUCKET[split]
 
 
-def draw_splits(task: Task, key: jax.Array, knobs: dict, sizes: dict[str, int], salt_: jax.Array) -> dict:
-    """{split: n examples of `task.draw` whose inputs hash into that split's buckets}, for the
+def draw_splits(draw: DrawFn, key: jax.Array, knobs: dict, sizes: dict[str, int], salt_: jax.Array) -> dict:
+    """{split: n examples of `draw` (a task's `draw`) whose inputs hash into that split's buckets}, for the
     splits and sizes of `sizes` (train, val, test). Rejection sampling in one `lax.while_loop`:
     each round draws max(sizes) candidates and every candidate goes to the split its input
     hashes to. Rows left unfilled after MAX_ROUNDS (an input space too small to reach a bucket)
     keep weight 0, so they are never scored."""
-    try:
-        hash(task)
-    except TypeError:  # a task with an unhashable field: traced afresh
-        return _draw_splits(task, key, knobs, tuple(sizes.items()), salt_)
+    if not _hashable(draw):  # a task with an unhashable field: traced afresh
+        return _draw_splits(draw, key, knobs, tuple(sizes.items()), salt_)
     # one compile per (task, sizes), also when called eagerly (tests, host code)
-    return _draw_splits_jit(task, key, knobs, tuple(sizes.items()), salt_)
+    return _draw_splits_jit(draw, key, knobs, tuple(sizes.items()), salt_)
 
 
-def _draw_splits(task: Task, key: jax.Array, knobs: dict, sizes: tuple, salt_: jax.Array) -> dict:
+def _hashable(value: Hashable) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _draw_splits(draw: DrawFn, key: jax.Array, knobs: dict, sizes: tuple, salt_: jax.Array) -> dict:
     m = max(n for _, n in sizes)
-    shapes = jax.eval_shape(lambda k, kn: task.draw(k, kn, m), key, knobs)
+    shapes = jax.eval_shape(lambda k, kn: draw(k, kn, m), key, knobs)
     empty = {
         name: jax.tree.map(lambda s, n=n: jnp.zeros((n,) + s.shape[1:], s.dtype), shapes) for name, n in sizes
     }
 
     def body(carry):
         i, filled, out = carry
-        cand = task.draw(jax.random.fold_in(key, i), knobs, m)
+        cand = draw(jax.random.fold_in(key, i), knobs, m)
         buckets = bucket(cand.inputs, salt_)
         new_filled, new_out = {}, {}
         for name, n in sizes:
@@ -114,11 +121,11 @@ def _draw_splits(task: Task, key: jax.Array, knobs: dict, sizes: tuple, salt_: j
 _draw_splits_jit = jax.jit(_draw_splits, static_argnums=(0, 3))
 
 
-def draw_train_batch(task: Task, key: jax.Array, knobs: dict, n: int, salt_: jax.Array) -> Split:
+def draw_train_batch(draw: DrawFn, key: jax.Array, knobs: dict, n: int, salt_: jax.Array) -> Split:
     """A training batch from the training buckets only: 2n candidates, eligible ones first (stable,
     so the batch is an unbiased sample of the training part); a held-out row that is still among
     the first n (fewer than n of 2n eligible: small batches, rarely) is weighted 0."""
-    cand = task.draw(key, knobs, 2 * n)
+    cand = draw(key, knobs, 2 * n)
     ok = _wanted("train", bucket(cand.inputs, salt_))
     order = jnp.argsort(~ok, stable=True)[:n]
     batch = cand.take(order)
