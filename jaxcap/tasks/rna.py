@@ -113,9 +113,6 @@ class RnaStructure(Task):
     def is_stream(self) -> bool:
         return False
 
-    def overlap_guaranteed(self) -> bool:
-        return False  # random sequences of the pool can repeat at short lengths: measured
-
     @property
     def padded_length(self) -> int:
         return self.length + self.longer_by
@@ -146,7 +143,11 @@ class RnaStructure(Task):
             low, high, n = self.min_length or self.length, self.length, self.train_size + 2 * self.n_eval
         else:
             low, high, n = self.length + 1, self.length + self.longer_by, self.n_eval
-        return rna_fold.dataset(self.folding, self.data_seed, low, high, float(gc), n, part, self.cache_dir)
+        args = (self.folding, self.data_seed, low, high, float(gc), n, part, self.cache_dir)
+        try:
+            return rna_fold.dataset(*args)
+        except ValueError as error:  # too few distinct sequences for the pool
+            raise ConfigError(f"config.task.train_size: {error}") from None
 
     def _stacked(self, part: int) -> tuple[jax.Array, jax.Array]:
         """[G, N, T] int8 tokens and targets of every GC level, padded to the model's length. int8

@@ -153,17 +153,19 @@ class VaderSentences(Task):
         return False
 
     def _pool(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The sentences of `names`, each distinct token sequence once (its first occurrence), so
+        train, val and test cut from the pool never share an input."""
         parts = [self.data()["domains"][d] for d in names]
-        return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])
+        inputs, labels = np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])
+        _, first = np.unique(inputs, axis=0, return_index=True)
+        keep = np.sort(first)
+        return inputs[keep], labels[keep]
 
     def split_sizes(self) -> tuple[int, int, int]:
         """In-domain (train, val, test): val and test are `val_fraction` of the pool each."""
         n = self._pool(self.domains[0])[1].size
         n_val = max(1, int(round(self.val_fraction * n)))
         return n - 2 * n_val, n_val, n_val
-
-    def overlap_guaranteed(self) -> bool:
-        return False  # real sentences can repeat within a domain: measured
 
     def make_data(self, key, knobs):
         train_names, held_out = self.domains
