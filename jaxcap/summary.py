@@ -13,12 +13,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-import matplotlib
-
-from jaxcap import outcomes
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from jaxcap import learnability, outcomes
 
 
 def _key(row: dict) -> tuple:
@@ -148,64 +143,14 @@ def format_table(levels_: list[dict]) -> str:
 
 
 def plot_levels(rows: list[dict], path: Path) -> Path:
-    """Success metric vs complexity (per-seed points, median line, chance, highest learned level)."""
+    """Success metric vs complexity per family (`jaxcap.learnability`: learned levels marked one
+    by one, a boundary only where success is monotone in bits)."""
     lvls = levels(rows, tuple(rows[0]["hparams"]) if rows else ())
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for family in sorted({lv["family"] for lv in lvls}):
-        fam = [lv for lv in lvls if lv["family"] == family and lv["values"]]
-        xs = [lv["complexity_bits"] for lv in fam]
-        for lv in fam:
-            ax.scatter([lv["complexity_bits"]] * len(lv["values"]), lv["values"], s=10, alpha=0.4, color="C0")
-            label = ",".join(str(v) for v in lv["knobs"].values())
-            ax.annotate(
-                label,
-                (lv["complexity_bits"], lv["median"]),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=7,
-            )
-        medians = [lv["median"] for lv in fam]
-        spread = [
-            [m - lv["min"] for m, lv in zip(medians, fam)],
-            [lv["max"] - m for m, lv in zip(medians, fam)],
-        ]
-        ax.errorbar(
-            xs,
-            medians,
-            yerr=spread,
-            fmt="o",
-            color="C0",
-            capsize=2,
-            label=f"{family}: median (min-max) over seeds",
-        )
-        ax.plot(
-            xs, [lv["chance"] for lv in fam], "--", color="gray", label="chance (input-blind, from train)"
-        )
-        if any(lv["shortcut"] is not None for lv in fam):
-            ys = [lv["shortcut"] for lv in fam]
-            ax.plot(xs, ys, "-.", color="C1", lw=1, label=f"shortcut: {fam[0]['shortcut_name']}")
-        learned = [lv for lv in fam if lv["learned"]]
-        if learned:
-            top = max(learned, key=lambda lv: lv["complexity_bits"])
-            knobs = ", ".join(f"{k} {v}" for k, v in top["knobs"].items())
-            label = f"highest learned: {knobs} ({top['complexity_bits']:.2f} bits)"
-            ax.axvline(top["complexity_bits"], color="C2", ls=":", label=label)
-        if fam:
-            ax.axhline(fam[0]["threshold"], color="C3", ls=":", lw=0.8, label="success threshold")
     model = rows[0]["model"] if rows else {}
-    ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(lvls[0]["metric"] if lvls else "metric")
-    top = max([1.0] + [v for lv in lvls for v in lv["values"]])
-    ax.set_ylim(-0.02, 1.08 * top)
-    ax.set_title(
+    title = (
         f"{model.get('n_layers')} layers, d_model {model.get('d_model')}, {model.get('n_heads')} heads "
         f"({rows[0]['n_params']:,} params)"
         if rows
-        else "",
-        fontsize=9,
+        else ""
     )
-    ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return learnability.levels_figure(lvls, path, title)[0]
