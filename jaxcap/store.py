@@ -203,9 +203,14 @@ class Store:
         return sum(row["bucket"] == bucket for row in self.member_rows()) == n_members
 
     def add_member_rows(self, rows: list[dict]) -> None:
-        bucket, torn = {row["bucket"] for row in rows}, []
-        kept = [r for r in read_jsonl(self.members_path, torn) if r["bucket"] not in bucket]
-        rewrite_jsonl(self.members_path, kept + rows, torn)
+        """Put these rows in place of their buckets' rows (where the first of them was), or last."""
+        bucket, torn, out, placed = {row["bucket"] for row in rows}, [], [], False
+        for row in read_jsonl(self.members_path, torn):
+            if row["bucket"] not in bucket:
+                out.append(row)
+            elif not placed:
+                out, placed = out + rows, True
+        rewrite_jsonl(self.members_path, out if placed else out + rows, torn)
 
     # evals ---------------------------------------------------------------------------------
     def eval_rows(self, bucket: str | None = None) -> list[dict]:

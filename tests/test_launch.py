@@ -3,6 +3,7 @@ with identical results, and one-line config errors."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,30 @@ def test_a_population_killed_at_any_phase_resumes_to_identical_tables(
     for name in ("members.jsonl", "evals.jsonl"):
         assert (tmp_path / name).read_bytes() == (straight_population / name).read_bytes(), name
     assert (tmp_path / "report" / "report.md").exists()
+
+
+def test_a_finished_run_with_torn_tables_rebuilds_its_rows_and_says_what_is_missing(
+    tmp_path, straight_population, capsys
+):
+    """Line 3 of members.jsonl and line 10 of evals.jsonl torn in a finished run: the rerun
+    rebuilds the member rows from the checkpoint (all three levels reported, byte-identical),
+    keeps every valid eval row and says the evals table holds one row less than the checkpoint."""
+    from jaxcap.run import run
+
+    workdir = tmp_path / "w"
+    shutil.copytree(straight_population, workdir)
+    for name, number in (("members.jsonl", 3), ("evals.jsonl", 10)):
+        lines = (workdir / name).read_text().splitlines(keepends=True)
+        lines[number - 1] = lines[number - 1][:25] + "\n"
+        (workdir / name).write_text("".join(lines))
+    run(_population_config(), str(workdir))
+    assert (workdir / "members.jsonl").read_bytes() == (straight_population / "members.jsonl").read_bytes()
+    evals = (workdir / "evals.jsonl").read_text().splitlines()
+    assert evals == [
+        line
+        for i, line in enumerate((straight_population / "evals.jsonl").read_text().splitlines())
+        if i != 9
+    ]
+    out = capsys.readouterr().out
+    assert "[b0] evals.jsonl holds 23 of the 24 rows that its checkpoint (step 40) recorded" in out
+    assert "modulus" in out and all(f" {n} " in out for n in (5, 7, 10))  # the table, every level

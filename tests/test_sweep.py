@@ -21,6 +21,7 @@ from jaxcap.config import base_config, load_config, validate
 from jaxcap.population import HPARAM_NAMES, stack
 from jaxcap.search_space import add_study
 from jaxcap.store import Store
+from jaxcap.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -173,6 +174,12 @@ def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path)
         assert trial.user_attrs.get("diverged_seeds", []) == ([0, 1] if bad else [])
     assert {r["status"] for r in store.member_rows() if r["trial"] == 0} == {"diverged"}
     assert {t.state for t in study.trials} == {TrialState.FAIL, TrialState.COMPLETE}  # seeded draws
+    diverged = {(r["bucket"], r["member"]) for r in store.member_rows() if r["status"] == "diverged"}
+    evals = {True: [], False: []}
+    for r in store.eval_rows():
+        evals[(r["bucket"], r["member"]) in diverged].append(r)
+    assert evals[True] and all(r["chunk_loss"] is None and r["grad_norm"] is None for r in evals[True])
+    assert all(r["chunk_loss"] > 0 and r["grad_norm"] > 0 for r in evals[False])  # never 0.0 for a gap
     c.search.learning_rate = ("categorical", 1e35, 1e36)  # every member diverges: the round ends
     (study,) = sweep.run_sweep(c, store := Store(tmp_path / "all"))
     assert {t.state for t in study.trials} == {TrialState.FAIL}
@@ -314,3 +321,20 @@ def test_a_sweep_killed_at_any_phase_resumes_to_the_same_trials(tmp_path, monkey
     assert _trials(tmp_path) == _trials(straight_sweep)
     for name in ("members.jsonl", "evals.jsonl"):
         assert (tmp_path / name).read_bytes() == (straight_sweep / name).read_bytes(), name
+
+
+def test_a_larger_n_trials_extends_a_study_a_smaller_one_is_refused(tmp_path, capsys):
+    c = _config(n_trials=2)
+    c.study.storage = str(tmp_path / "shared.log")
+    [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+    assert len(study.trials) == 2 and study.user_attrs["budget"] == 2
+    c.study.n_trials = 5
+    for _ in range(2):  # extended once, not twice
+        [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        assert len(study.trials) == 5 and study.user_attrs["budget"] == 5
+    assert capsys.readouterr().out == "study modulo/modulus=10: budget extended from 2 to 5 trials\n"
+    c.study.n_trials = 3
+    with pytest.raises(
+        ConfigError, match="config.study.n_trials: got 3, but study modulo/modulus=10 already has"
+    ):
+        study_lib.open_studies(c, tmp_path, "modulo", True)
