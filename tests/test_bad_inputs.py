@@ -155,7 +155,23 @@ CASES = {
         "config.study.n_trials: got 2, but study modulo/modulus=5 already has a budget of 4 trials",
         writes=("config.json",),
     ),
-    # config values
+    # config values (flag-level ones, such as an unknown key, in tests/test_launch.py)
+    "a value not allowed": Case(
+        _config(smoke(**{"model.norm": "layer"})),
+        fresh,
+        "config.model.norm: got 'layer'; allowed: pre, post, none",
+    ),
+    "steps not a multiple of chunk_steps": Case(
+        _config(smoke(**{"train.steps": 45})),
+        fresh,
+        "config.train.steps: got 45; allowed: a multiple of config.train.chunk_steps",
+    ),
+    "a swept value out of range": Case(
+        _config(smoke(**{"sweep.task.modulus": (5, 1)})), fresh, "config.sweep.task.modulus[1]: got 1"
+    ),
+    "more numbers than a dataset holds": Case(
+        _config(smoke(**{"task.digits": 12})), fresh, "config.task.digits: base^digits"
+    ),
     "wrong-typed bucket override": Case(
         _config(smoke(**{"sweep.buckets": ("model.d_model=abc",)})),
         fresh,
