@@ -317,6 +317,14 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     if as_user and not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: no user to lack write access")
     tmp_path = open_tmp
+    (tmp_path / "home").mkdir()  # matplotlib and JAX may write their caches there
+    (tmp_path / "home").chmod(0o777)
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    probe = subprocess.run(
+        [*as_user, sys.executable, "-c", "import jaxcap.validate"], cwd=ROOT, env=env, capture_output=True
+    )
+    if probe.returncode:
+        pytest.skip("this checkout is private to its owner: another user cannot run it")
     existing(smoke(), {"members.jsonl": "", "evals.jsonl": ""})(tmp_path)  # (not trained: refused first)
     (tmp_path / "w").rename(tmp_path / "finished")
     (tmp_path / "ro").mkdir()
@@ -324,9 +332,6 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     for path in (tmp_path, tmp_path / "finished", tmp_path / "ro", tmp_path / "cache"):
         path.chmod(0o555)  # for root's files, nobody has no write access anyway
     before = {name: snapshot(tmp_path / name) for name in WRITE_PROTECTED}
-    (tmp_path / "home").mkdir(mode=0o777)  # matplotlib and JAX may write their caches there
-    (tmp_path / "home").chmod(0o777)
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     try:
         cmd = [*as_user, sys.executable, "-c", AS_NOBODY, str(tmp_path)]
         out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
