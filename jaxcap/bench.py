@@ -242,7 +242,8 @@ def measure_study(name: str, trials: int, steps: int, rounds: int) -> dict:
 
 
 def main(argv):
-    del argv
+    if len(argv) > 1:  # absl hands positional arguments over; a typo must not be ignored
+        raise app.UsageError(f"unexpected argument {argv[1]!r}; allowed: flags only")
     if _STUDY.value:
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint of every round at INFO
         out = {"device": describe_devices(), "rounds": _TRIALS.value, "study": []}

@@ -13,6 +13,7 @@ from pathlib import Path
 import ml_collections
 
 from jaxcap import tasks
+from jaxcap import validate as checks
 from jaxcap.models import config as model_config
 from jaxcap.population import DEFAULT_HPARAMS, HPARAM_NAMES
 from jaxcap.runtime import MATMUL_PRECISIONS
@@ -217,9 +218,13 @@ def _check_variant(config) -> None:
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     task.check()
     _check_model_variants(config.model, task)
+    checks.check_sizes(config, task)
     for knob, values in config.sweep.task.items():
-        for value in values:
-            tasks.build({**config.task.to_dict(), knob: value}).check()
+        for i, value in enumerate(values):
+            try:
+                tasks.build({**config.task.to_dict(), knob: value}).check()
+            except ConfigError as e:
+                raise ConfigError(f"config.sweep.task.{knob}[{i}]: {value!r}: {e}") from None
     readouts = {"sequence": ("auto", "all")}.get(task.spec.kind, ("auto", "last", "mean"))
     if config.model.readout not in readouts:
         raise ConfigError(
@@ -263,6 +268,7 @@ def validate(config) -> None:
     from jaxcap.plan import bucket_configs  # plan imports the trainer; keep `config` light
 
     check_tree("config", config, schema(config))
+    checks.check_runtime(config.runtime)
     for i, (label, variant) in enumerate(bucket_configs(config)):
         try:
             if label:

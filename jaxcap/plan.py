@@ -74,7 +74,13 @@ def bucket_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_coll
             old = node[path[-1]]
             if isinstance(old, float) and isinstance(value, int):
                 value = float(value)
-            node[path[-1]] = value
+            try:
+                node[path[-1]] = value
+            except TypeError:  # ml_collections keeps each field's type
+                raise ConfigError(
+                    f"config.sweep.buckets[{i}]: {'.'.join(path)}: got {value!r} ({type(value).__name__}); "
+                    f"allowed: a {type(old).__name__} like the field's {old!r}"
+                ) from None
         out.append((spec, variant))
     return out
 

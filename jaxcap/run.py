@@ -22,7 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxcap import sharding, summary
-from jaxcap.checkpoint import PopulationCheckpoints
+from jaxcap.checkpoint import PopulationCheckpoints, latest_cursor
 from jaxcap.config import validate
 from jaxcap.models import param_count
 from jaxcap.outcomes import member_success
@@ -34,6 +34,11 @@ from jaxcap.tasks import holdout
 from jaxcap.tasks.base import SPLITS
 from jaxcap.train import PopulationProgram, make_population
 from jaxcap.validate import ConfigError
+
+
+class AllDiverged(RuntimeError):
+    """Every member of a population diverged (said in one line by the launcher)."""
+
 
 StopFn = Callable[[dict], bool]
 # (cursor, host metrics) -> bool mask [P] of members frozen from now on, or None (no change)
@@ -165,7 +170,14 @@ def population_program(settings, task, model, mesh=None) -> PopulationProgram:
 def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) -> dict[str, np.ndarray]:
     metrics = program.evaluate(state, hparams, data)
     metrics = {**metrics, "chunk_loss": stats.loss, "grad_norm": stats.grad_norm, "diverged": state.diverged}
-    host = {k: np.asarray(v, np.float64) for k, v in sharding.to_host(metrics).items()}
+    host = {
+        k: np.asarray(v, np.float64) for k, v in sharding.to_host({**metrics, "frozen": state.frozen}).items()
+    }
+    # A diverged or frozen member trains no more: its chunk statistics are missing (null in
+    # evals.jsonl, NaN in curves.zarr), never a 0.0 that reads as a perfect loss.
+    idle = (host["diverged"] > 0) | (host.pop("frozen") > 0)
+    for name in ("chunk_loss", "grad_norm"):
+        host[name] = np.where(idle, np.nan, host[name])
     # generalization gap: how much better the primary metric is on train than on val
     gap = host[f"train_{spec.metric}"] - host[f"val_{spec.metric}"]
     host["gap"] = gap if spec.higher_is_better else -gap
@@ -243,7 +255,10 @@ def train_bucket(
         )
         if host["diverged"].all() and on_eval is None:
             ckpts.close()
-            raise RuntimeError(f"every member diverged by step {step}; lower config.hparams.learning_rate")
+            raise AllDiverged(
+                f"every member diverged by step {step}; allowed: a smaller config.hparams.learning_rate "
+                "(or config.train.clip_norm > 0)"
+            )
     bar.close()
     ckpts.close()
     baselines = {
@@ -251,6 +266,7 @@ def train_bucket(
     }
     rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)
+    store.check_tables(bucket.name, len(members), cursor)
     return rows
 
 
@@ -266,11 +282,13 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
     buckets = plan(config)
     for bucket in buckets:  # every population fits the devices, before anything compiles
         sharding.device_count(len(bucket.members), config.runtime.devices)
-    finished = store.finished_buckets()
-    if all(b.name in finished for b in buckets):
+    finished = {b.name for b in buckets if store.complete(b.name, len(b.members))}
+    if len(finished) == len(buckets):
         print(f"finished: {store.root} already holds this run's results", flush=True)
+        for b in buckets:  # a table that lost rows (a torn line) says so
+            store.check_tables(b.name, len(b.members), latest_cursor(store.ckpt_path / b.name))
     for bucket in buckets:
-        if bucket.name not in finished:
+        if bucket.name not in finished:  # (a bucket missing rows rebuilds them from its last checkpoint)
             model = bucket.config.model
             needs_x64 = "float64" in (model.param_dtype, model.compute_dtype)
             with numerics(bucket.config.train.matmul_precision, needs_x64):
@@ -314,12 +332,27 @@ def run(config: ml_collections.ConfigDict, workdir: str):
 
     sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
     validate(config)
-    store = Store(workdir)
-    store.write_config(identity(config))
+    check_devices(config)
     if config.runtime.compilation_cache != "off":
         cache = config.runtime.compilation_cache
         enable_compilation_cache(None if cache == "default" else cache)
-    print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
-    if config.note:
-        print(f"note: {config.note}", flush=True)
-    return EXPERIMENTS[config.experiment].run(config, store)
+    store = Store(workdir)  # the first write into the workdir: after every check above
+    with store.writer():  # one process writes a workdir at a time
+        store.write_config(identity(config))
+        print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
+        if config.note:
+            print(f"note: {config.note}", flush=True)
+        return EXPERIMENTS[config.experiment].run(config, store)
+
+
+def check_devices(config: ml_collections.ConfigDict) -> None:
+    """`config.runtime.devices` against this machine, before anything is written."""
+    if config.experiment == "population":  # its populations are known: check each one
+        for bucket in plan(config):
+            sharding.device_count(len(bucket.members), config.runtime.devices)
+    available = len(jax.devices())
+    if config.runtime.devices > available:
+        raise ConfigError(
+            f"config.runtime.devices: got {config.runtime.devices}; allowed: 0 (automatic) or at most "
+            f"the {available} devices"
+        )

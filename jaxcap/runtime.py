@@ -9,9 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import tempfile
 from pathlib import Path
 
 import jax
+
+from jaxcap.validate import ConfigError
 
 DEFAULT_CACHE = Path(os.environ.get("JAXCAP_CACHE", Path.home() / ".cache" / "jaxcap" / "xla"))
 MATMUL_PRECISIONS = ("default", "highest", "high", "float32", "tensorfloat32", "bfloat16")
@@ -22,7 +25,14 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> None
     if directory == "":
         return
     directory = Path(directory or DEFAULT_CACHE).expanduser()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=directory).close()  # writable for real (modes, read-only mounts)
+    except OSError as e:
+        raise ConfigError(
+            f"config.runtime.compilation_cache: cannot write {directory} ({e.strerror}); allowed: a "
+            "writable directory, 'default' ($JAXCAP_CACHE or ~/.cache/jaxcap/xla) or 'off'"
+        ) from None
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
