@@ -27,7 +27,7 @@ from jaxcap.config import validate
 from jaxcap.models import param_count
 from jaxcap.plan import Bucket, plan
 from jaxcap.population import HPARAM_NAMES, stack
-from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
+from jaxcap.runtime import PhaseClock, describe_devices, enable_compilation_cache, numerics
 from jaxcap.store import Store, write_atomic
 from jaxcap.train import PopulationProgram, make_population
 
@@ -101,6 +101,13 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def _checkpoint_due(runtime: ml_collections.ConfigDict, chunk: int, saved_at: float) -> bool:
+    """Every `checkpoint_every` chunks (0: never by count) or `checkpoint_minutes` after the last
+    save (0: never by time); the loop also saves at the end. A kill loses what came after."""
+    every, minutes = runtime.get("checkpoint_every", 0), runtime.get("checkpoint_minutes", 0.0)
+    return bool(every and chunk % every == 0) or bool(minutes and time.monotonic() - saved_at >= 60 * minutes)
 
 
 @functools.lru_cache(maxsize=8)
@@ -177,9 +184,13 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor["step"] // settings.chunk_steps
+    clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
-        state, stats = program.chunk(state, hparams, data)
-        host = host_metrics(program, state, stats, hparams, data, spec)
+        with clock("train" if clock.count["first chunk"] else "first chunk"):
+            state, stats = program.chunk(state, hparams, data)
+            jax.block_until_ready(stats)  # so that eval is timed apart (one dispatch latency)
+        with clock("eval"):
+            host = host_metrics(program, state, stats, hparams, data, spec)
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
         _update_cursor(cursor, step, host, spec, config.eval)
         frozen = on_eval(cursor, host) if on_eval is not None else None
@@ -187,9 +198,12 @@ def train_bucket(
             cursor["frozen"] = [bool(f) for f in frozen]
             state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
-        store.append_evals(bucket.name, step, host)
-        if chunk % runtime.checkpoint_every == 0 or chunk == n_chunks or cursor["stopped"]:
-            ckpts.save(step, state, cursor)
+        with clock("store"):
+            store.append_evals(bucket.name, step, host)
+        if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
+            with clock("checkpoint"):
+                ckpts.save(step, state, cursor)
+            saved_at = time.monotonic()
         bar.update(settings.chunk_steps)
         bar.set_postfix(
             {f"val_{spec.metric}": f"{np.median(host[f'val_{spec.metric}']):.3f}"},
@@ -200,6 +214,8 @@ def train_bucket(
             raise RuntimeError(f"every member diverged by step {step}; lower config.hparams.learning_rate")
     bar.close()
     ckpts.close()
+    if clock.count["first chunk"]:
+        print(f"[{bucket.name}] {clock.summary(len(members), settings.chunk_steps)}", flush=True)
     rows = member_rows(bucket, cursor)
     store.add_member_rows(rows)
     return rows
