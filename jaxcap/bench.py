@@ -69,9 +69,7 @@ _COST = flags.DEFINE_bool("cost", False, "XLA's flops, bytes and matmul traffic 
 _PROBE = flags.DEFINE_bool("probe", False, "This benchmark in fresh processes, one slowdown suspect each.")
 _BATCH = flags.DEFINE_integer("batch", 0, "Batch size (0: the preset's).")
 _BROADCAST = flags.DEFINE_integer(
-    "broadcast_max_len",
-    -1,
-    "Attention by broadcast-multiply-reduce up to this length (-1: jaxcap's; 0: never).",
+    "broadcast_max_len", -1, "Attention as broadcast-multiply-reduce up to this length (-1: by backend)."
 )
 _CACHE = flags.DEFINE_string("compilation_cache", "", "Persistent compilation cache directory ('': none).")
 
@@ -208,7 +206,15 @@ def _cost(names: list[str]) -> dict:
     """`--cost`: XLA's accounting per model and compute dtype, at each P of --sizes (default 64)."""
     sizes = [int(x) for x in _SIZES.value] if flags.FLAGS["sizes"].present else [64]
     dtypes = [_DTYPE.value] if flags.FLAGS["compute_dtype"].present else ["float32", "bfloat16"]
-    out = {"device": describe_devices(), "matmul_precision": _PRECISION.value, "cost": []}
+    if _BROADCAST.value < 0:  # count the program an accelerator runs, whatever the backend
+        attention.BROADCAST_MAX_LEN = attention.ACCELERATOR_BROADCAST_MAX_LEN
+    out = {
+        "device": describe_devices(),
+        "matmul_precision": _PRECISION.value,
+        "broadcast_max_len": attention.broadcast_max_len(),
+        "matmul_counted": "dot operands + results of the lowered (pre-optimization) StableHLO",
+        "cost": [],
+    }
     for name in names:
         model_kw, batch, task_cfg = PRESETS[name]
         for p in sizes:
@@ -260,7 +266,7 @@ def main(argv):
             "repeats": _REPEATS.value,
             "matmul_precision": _PRECISION.value,
             "compute_dtype": _DTYPE.value,
-            "broadcast_max_len": attention.BROADCAST_MAX_LEN,
+            "broadcast_max_len": attention.broadcast_max_len(),
             "precision_probe": bench_probe.precision_probe(),
             "results": [],
         }

@@ -10,11 +10,14 @@ value mix [1]. Three choices make it cheap for the short sequences jaxcap trains
 - **Queries only where the output is read.** Given `read` (a static slice of positions), keys
   and values cover every position but queries, scores and the mix only the positions read:
   the last block of a `readout='last'` model computes one query per example instead of T.
-- **Broadcast-multiply-reduce for short T.** For T <= `BROADCAST_MAX_LEN` the scores and the
-  mix are elementwise products summed over one axis, which XLA fuses into one loop each
-  (reading q, k, v once, in float32 registers). The batched-GEMM form of long sequences runs
-  P·B·H tiny T x d_head x T products with transposes around them: at T = 4 that was 18% of a
-  step's matmul traffic for 0.5% of its flops. Both forms compute the same function (tested).
+- **Broadcast-multiply-reduce for short T on accelerators.** For T <= `broadcast_max_len()`
+  the scores and the mix are elementwise products summed over one axis, which XLA:GPU fuses
+  into one reduction each (reading q, k, v once, in float32 registers). The batched-GEMM form
+  runs P·B·H tiny T x d_head x T products with transposes around them: at T = 4 that was 18%
+  of a step's matmul traffic for 0.5% of its flops. XLA:CPU instead materializes the
+  [B, T, T, H, d_head] product before reducing it (the small preset trained 1.5-2.5x slower
+  on a 2-core CPU), so CPU runs keep the GEMM form. Both forms compute the same function
+  (tested).
 
 Grouped key/value heads: `n_kv_heads` < n_heads shares each key/value head among a group of
 query heads (grouped-query attention [2]; 1 = multi-query attention [3]).
@@ -39,16 +42,25 @@ from jaxcap.models.embeddings import rotary
 from jaxcap.models.norms import QKNorm
 from jaxcap.models.quantize import make_linear, project
 
-# Longest key sequence attended by broadcast-multiply-reduce; longer ones use batched GEMMs.
-# A module constant, not a config field: it changes the speed, never the function computed
-# (`python -m jaxcap.bench --broadcast_max_len` compares the two on a device).
-BROADCAST_MAX_LEN = 16
+# Longest key sequence attended by broadcast-multiply-reduce on an accelerator; longer ones
+# (and every length on a CPU) use batched GEMMs. Not a config field: it changes the speed,
+# never the function computed. `python -m jaxcap.bench --broadcast_max_len N` sets
+# BROADCAST_MAX_LEN, which then holds on every backend (0: always GEMMs).
+ACCELERATOR_BROADCAST_MAX_LEN = 16
+BROADCAST_MAX_LEN: int | None = None
+
+
+def broadcast_max_len() -> int:
+    """The longest key sequence attended by broadcast-multiply-reduce (read at trace time)."""
+    if BROADCAST_MAX_LEN is not None:
+        return BROADCAST_MAX_LEN
+    return 0 if jax.default_backend() == "cpu" else ACCELERATOR_BROADCAST_MAX_LEN
 
 
 def scores_and_mix(q_BxQxHxD, k_BxKxHxD, v_BxKxHxD, allowed_QxK: np.ndarray | None) -> jax.Array:
     """softmax(q·k / √d) · v per head, [B, Q, H, D]; `allowed` (static) masks query/key pairs."""
     d, lowest = q_BxQxHxD.shape[-1], jnp.finfo(jnp.float32).min
-    if k_BxKxHxD.shape[1] <= BROADCAST_MAX_LEN:
+    if k_BxKxHxD.shape[1] <= broadcast_max_len():
         q, k, v = (a.astype(jnp.float32) for a in (q_BxQxHxD, k_BxKxHxD, v_BxKxHxD))
         scores_BxQxKxH = (q[:, :, None] * k[:, None]).sum(-1) / math.sqrt(d)
         if allowed_QxK is not None:
