@@ -116,7 +116,9 @@ def measure(
     the medians are reported, so a slow moment of a shared machine does not decide the ratio."""
     task, model, settings, batch = _preset(name, steps, repeats, compute_dtype)
     program = make_population(settings, task, model)
-    solo = _compiled(program, _members(1, task.default_knobs()))
+    # the P = 1 program, unless no P is 1 or timed one member after another
+    needs_solo = any(p == 1 or p <= max_sequential for p in sizes)
+    solo = _compiled(program, _members(1, task.default_knobs())) if needs_solo else None
     results = []
     for p in sorted(sizes):
         members = _members(p, task.default_knobs())
@@ -233,9 +235,10 @@ def main(argv):
     for name in _MODELS.value:
         if name not in PRESETS:
             raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
-    if _PROBE.value:  # the same command minus --probe, in fresh processes
+    if _PROBE.value:  # the same command minus --probe, in fresh processes; this one never
+        # touches the device (a GPU backend would preallocate memory the children need)
         args = [a for a in sys.argv[1:] if a.lstrip("-") not in ("probe", "probe=true", "probe=True")]
-        print(json.dumps({"device": describe_devices(), **bench_probe.run_probe(args)}, indent=1))
+        print(json.dumps(bench_probe.run_probe(args), indent=1))
         return
     if _BROADCAST.value >= 0:
         attention.BROADCAST_MAX_LEN = _BROADCAST.value

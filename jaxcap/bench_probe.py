@@ -54,8 +54,9 @@ def precision_probe(n: int = 512) -> dict:
     return {"matmul_rel_error": error, "tf32_or_lower": error > 1e-5}
 
 
-def run_probe(bench_args: list[str], timeout_s: int = 300) -> dict:
-    """Every condition in its own process, in order; one JSON document of their reports."""
+def run_probe(bench_args: list[str], timeout_s: int = 60) -> dict:
+    """Every condition in its own process, in order (each cut after `timeout_s`); one JSON
+    document of their reports."""
     out = {"bench_args": bench_args, "conditions": []}
     with tempfile.TemporaryDirectory() as cache:
         for name, (env_changes, extra) in CONDITIONS.items():
@@ -64,13 +65,17 @@ def run_probe(bench_args: list[str], timeout_s: int = 300) -> dict:
                 env[k] = f"{env.get(k, '')} {v}".strip() if k == "XLA_FLAGS" else v
             cmd = [sys.executable, "-m", "jaxcap.bench", *bench_args, *(a.format(cache=cache) for a in extra)]
             start = time.perf_counter()
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+            try:
+                proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc = subprocess.CompletedProcess(cmd, -1, "", f"timed out after {timeout_s} s")
             row = {"condition": name, "process_s": round(time.perf_counter() - start, 1)}
             if proc.returncode:
                 row["error"] = proc.stderr[-1500:]
             else:
                 report = json.loads(proc.stdout)
-                row.update(precision=report["precision_probe"], results=report["results"])
+                row.update(device=report["device"], precision=report["precision_probe"])
+                row["results"] = report["results"]
             out["conditions"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     rates = [

@@ -186,10 +186,11 @@ def train_bucket(
     chunk = cursor["step"] // settings.chunk_steps
     clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
-        with clock("train" if clock.count["first chunk"] else "first chunk"):
+        first = not clock.count["compile"]  # the first chunk and eval compile their programs
+        with clock("compile" if first else "train"):
             state, stats = program.chunk(state, hparams, data)
             jax.block_until_ready(stats)  # so that eval is timed apart (one dispatch latency)
-        with clock("eval"):
+        with clock("compile" if first else "eval"):
             host = host_metrics(program, state, stats, hparams, data, spec)
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
         _update_cursor(cursor, step, host, spec, config.eval)
@@ -213,8 +214,9 @@ def train_bucket(
             ckpts.close()
             raise RuntimeError(f"every member diverged by step {step}; lower config.hparams.learning_rate")
     bar.close()
-    ckpts.close()
-    if clock.count["first chunk"]:
+    with clock("checkpoint"):  # waits for the last asynchronous save
+        ckpts.close()
+    if clock.count["compile"]:
         print(f"[{bucket.name}] {clock.summary(len(members), settings.chunk_steps)}", flush=True)
     rows = member_rows(bucket, cursor)
     store.add_member_rows(rows)

@@ -54,9 +54,9 @@ def describe_devices() -> str:
 class PhaseClock:
     """Wall seconds per phase of a host loop, for the line a run prints at its end.
 
-    `with clock("eval"): ...` adds the block's time to its phase. The first training chunk
-    (which compiles the program) is its own phase, "first chunk", so the training rate of the
-    later chunks ("train") is the one `python -m jaxcap.bench` measures.
+    `with clock("eval"): ...` adds the block's time to its phase. The first chunk and eval,
+    which compile their programs, go to a phase of their own ("compile"), so the training rate
+    of the later chunks ("train") is the one `python -m jaxcap.bench` measures.
     """
 
     def __init__(self):
@@ -73,10 +73,11 @@ class PhaseClock:
             self.count[phase] += 1
 
     def summary(self, members: int, chunk_steps: int) -> str:
-        """'N model-steps/s training (...); T s in all: eval x%, ...' (phases' shares of T)."""
-        phase = "train" if self.count["train"] else "first chunk"
-        rate = members * chunk_steps * self.count[phase] / max(self.seconds[phase], 1e-9)
+        """'N model-steps/s training (M members); T s: train x%, eval y%, ...' (shares of T)."""
+        if self.count["train"]:
+            rate = f"{members * chunk_steps * self.count['train'] / self.seconds['train']:,.0f}"
+        else:  # one chunk only: its time includes the compile
+            rate = "-"
         total = sum(self.seconds.values())
-        shares = ", ".join(f"{name} {100 * s / total:.1f}%" for name, s in self.seconds.items())
-        note = "" if phase == "train" else ", compile included"
-        return f"{rate:,.0f} model-steps/s training ({members} members{note}); {total:.1f} s: {shares}"
+        shares = ", ".join(f"{name} {100 * s / total:.1f}%" for name, s in self.seconds.items() if s)
+        return f"{rate} model-steps/s training ({members} members); {total:.1f} s: {shares}"
