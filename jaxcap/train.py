@@ -9,14 +9,15 @@ unit shape times the member's peak learning rate. A member whose loss or gradien
 non-finite keeps its last finite parameters and is marked `diverged`; it never touches the
 other members, which are computed independently under vmap.
 
-Evaluation scores a fixed sample of each split (`eval_rows`), sized from the training work
-per chunk so that evaluating costs at most `eval_share` of a run.
+Evaluation scores a fixed sample of each split (`sampled_task`), sized from the training
+work per chunk so that evaluating costs at most `eval_share` of a run.
 
 [1] Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization" (AdamW), arXiv:1711.05101.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -81,13 +82,31 @@ class TrainSettings:
 EVAL_MIN_ROWS = 256
 
 
-def eval_rows(settings: TrainSettings, n_splits: int) -> int | None:
-    """Examples scored per split at each eval (None: whole splits, up to the task's n_eval):
-    eval_share of the chunk's compute, spread over `n_splits`, and at least EVAL_MIN_ROWS."""
+def eval_budget(settings: TrainSettings) -> int | None:
+    """Examples an eval may score in all (None: no budget): eval_share of a chunk's compute."""
     if settings.eval_share <= 0:
         return None
     share = settings.eval_share / (1.0 - settings.eval_share)  # eval / train compute
-    return max(EVAL_MIN_ROWS, int(share * 3 * settings.chunk_steps * settings.batch_size / n_splits))
+    return int(share * 3 * settings.chunk_steps * settings.batch_size)
+
+
+def sampled_task(task: Task, data: dict[str, Split], settings: TrainSettings) -> Task:
+    """The task with its n_eval cap lowered so that its eval splits hold about `eval_budget`
+    examples (at least EVAL_MIN_ROWS per split). The task still builds its own eval splits
+    (derived ones, e.g. soft-label or per-class splits, stay consistent), and a task that scores
+    whole splits regardless of n_eval (random data: every memorized item counts) keeps doing so.
+    Shapes are static, so this is decided once, at trace time."""
+    budget = eval_budget(settings)
+    total = sum(split.size for split in task.eval_splits(data).values())  # traced, then unused
+    if budget is None or total <= budget:
+        return task
+    largest = min(task.n_eval, max(split.size for split in data.values()))
+    n_eval = max(EVAL_MIN_ROWS, int(largest * budget / total))
+    if n_eval >= task.n_eval:
+        return task
+    capped = copy.copy(task)  # a frozen dataclass: no __init__ (which may load files) runs again
+    object.__setattr__(capped, "n_eval", n_eval)
+    return capped
 
 
 def unit_schedule(step: jax.Array, warmup: jax.Array, settings: TrainSettings) -> jax.Array:
@@ -189,8 +208,8 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
 def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> Callable:
     """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split.
 
-    Each split is scored on its first `eval_rows` examples (a fixed random sample: splits are
-    drawn in random order), within the task's n_eval cap, inside a `lax.scan` over batches of
+    Each split is scored on its first n_eval examples (a fixed random sample: splits are drawn
+    in random order), n_eval lowered to the eval budget (`sampled_task`), inside a `lax.scan` over batches of
     at most `eval_batch_size` (sized evenly, so padding rows are fewer than the batches).
     """
     apply_fn = make_apply(model_cfg)
@@ -214,14 +233,12 @@ def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -
 
     def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
         mask = task.output_mask(hp.task)
-        out, splits = {}, task.eval_splits(data)
-        rows = eval_rows(settings, len(splits))
-        if rows is not None:
-            splits = {name: split.head(min(split.size, rows)) for name, split in splits.items()}
+        sampled = sampled_task(task, data, settings)
+        out, splits = {}, sampled.eval_splits(data)
         for name, split in splits.items():
             for metric, value in score(state.params, split, mask).items():
                 out[f"{name}_{metric}"] = value
-        return {**out, **task.derived_metrics(out, splits)}
+        return {**out, **sampled.derived_metrics(out, splits)}
 
     return evaluate
 

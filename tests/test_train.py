@@ -10,7 +10,7 @@ from conftest import HP
 
 from jaxcap import train
 from jaxcap.population import Member, stack
-from jaxcap.train import EVAL_MIN_ROWS, TrainSettings, eval_rows, make_optimizer, make_population
+from jaxcap.train import TrainSettings, eval_budget, make_optimizer, make_population
 
 
 def _members(*overrides, seeds=None):
@@ -142,10 +142,9 @@ def test_bfloat16_parameters_keep_their_dtype_through_training(tiny):
 
 
 def test_eval_scores_a_fixed_sample_sized_by_the_training_work(tiny, monkeypatch):
-    # eval <= 10% of a chunk's compute: 0.1/0.9 x 3 x 100 steps x 128 examples over 2 splits
-    assert eval_rows(TrainSettings(chunk_steps=100, batch_size=128), 2) == 2133
-    assert eval_rows(TrainSettings(chunk_steps=1, batch_size=1), 2) == EVAL_MIN_ROWS
-    assert eval_rows(TrainSettings(eval_share=0.0), 2) is None  # whole splits
+    # eval <= 10% of a chunk's compute: 0.1/0.9 x 3 x 100 steps x 128 examples
+    assert eval_budget(TrainSettings(chunk_steps=100, batch_size=128)) == 4266
+    assert eval_budget(TrainSettings(eval_share=0.0)) is None  # whole splits (up to n_eval)
     task, model, settings = tiny
     monkeypatch.setattr(train, "EVAL_MIN_ROWS", 8)
     sampled = make_population(dataclasses.replace(settings, eval_share=1e-3), task, model)  # 8 rows
