@@ -107,6 +107,7 @@ def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> 
         clip_norm=t.clip_norm,
         loss_scale=t.loss_scale,
         eval_batch_size=config.eval.batch_size,
+        eval_share=config.eval.time_share,
         dropout=any(m.hparams["dropout"] > 0 for m in members),
     )
 

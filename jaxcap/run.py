@@ -28,7 +28,7 @@ from jaxcap.models import param_count
 from jaxcap.outcomes import member_success
 from jaxcap.plan import Bucket, plan
 from jaxcap.population import HPARAM_NAMES, stack
-from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
+from jaxcap.runtime import PhaseClock, describe_devices, enable_compilation_cache, numerics
 from jaxcap.store import Store, write_atomic
 from jaxcap.tasks import holdout
 from jaxcap.tasks.base import SPLITS
@@ -153,6 +153,13 @@ def check_held_out(bucket: Bucket, data: dict) -> None:
             )
 
 
+def _checkpoint_due(runtime: ml_collections.ConfigDict, chunk: int, saved_at: float) -> bool:
+    """Every `checkpoint_every` chunks (0: never by count) or `checkpoint_minutes` after the last
+    save (0: never by time); the loop also saves at the end. A kill loses what came after."""
+    every, minutes = runtime.get("checkpoint_every", 0), runtime.get("checkpoint_minutes", 0.0)
+    return bool(every and chunk % every == 0) or bool(minutes and time.monotonic() - saved_at >= 60 * minutes)
+
+
 @functools.lru_cache(maxsize=8)
 def _cached_program(settings, task, model, mesh) -> PopulationProgram:
     return make_population(settings, task, model, mesh)
@@ -235,9 +242,14 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor["step"] // settings.chunk_steps
+    clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
-        state, stats = program.chunk(state, hparams, data)
-        host = host_metrics(program, state, stats, hparams, data, spec)
+        first = not clock.count["compile"]  # the first chunk and eval compile their programs
+        with clock("compile" if first else "train"):
+            state, stats = program.chunk(state, hparams, data)
+            jax.block_until_ready(stats)  # so that eval is timed apart (one dispatch latency)
+        with clock("compile" if first else "eval"):
+            host = host_metrics(program, state, stats, hparams, data, spec)
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
         _update_cursor(cursor, step, host, spec, config.eval)
         frozen = on_eval(cursor, host) if on_eval is not None else None
@@ -245,9 +257,12 @@ def train_bucket(
             cursor["frozen"] = [bool(f) for f in frozen]
             state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
-        store.append_evals(bucket.name, step, host)
-        if chunk % runtime.checkpoint_every == 0 or chunk == n_chunks or cursor["stopped"]:
-            ckpts.save(step, state, cursor)
+        with clock("store"):
+            store.append_evals(bucket.name, step, host)
+        if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
+            with clock("checkpoint"):
+                ckpts.save(step, state, cursor)
+            saved_at = time.monotonic()
         bar.update(settings.chunk_steps)
         bar.set_postfix(
             {f"val_{spec.metric}": f"{np.median(host[f'val_{spec.metric}']):.3f}"},
@@ -260,7 +275,10 @@ def train_bucket(
                 "(or config.train.clip_norm > 0)"
             )
     bar.close()
-    ckpts.close()
+    with clock("checkpoint"):  # waits for the last asynchronous save
+        ckpts.close()
+    if clock.count["compile"]:
+        print(f"[{bucket.name}] {clock.summary(len(members), settings.chunk_steps)}", flush=True)
     baselines = {
         k: np.asarray(v, np.float64) for k, v in sharding.to_host(program.baselines(hparams, data)).items()
     }

@@ -6,10 +6,12 @@ the same way.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import platform
 import tempfile
+import time
 from pathlib import Path
 
 import jax
@@ -57,3 +59,35 @@ def describe_devices() -> str:
     if jax.process_count() > 1:
         where += f" in {jax.process_count()} processes (this is process {jax.process_index()})"
     return f"{where}, jax {jax.__version__}, Python {platform.python_version()}"
+
+
+class PhaseClock:
+    """Wall seconds per phase of a host loop, for the line a run prints at its end.
+
+    `with clock("eval"): ...` adds the block's time to its phase. The first chunk and eval,
+    which compile their programs, go to a phase of their own ("compile"), so the training rate
+    of the later chunks ("train") is the one `python -m jaxcap.bench` measures.
+    """
+
+    def __init__(self):
+        self.seconds: dict[str, float] = collections.defaultdict(float)
+        self.count: dict[str, int] = collections.defaultdict(int)
+
+    @contextlib.contextmanager
+    def __call__(self, phase: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] += time.perf_counter() - start
+            self.count[phase] += 1
+
+    def summary(self, members: int, chunk_steps: int) -> str:
+        """'N model-steps/s training (M members); T s: train x%, eval y%, ...' (shares of T)."""
+        if self.count["train"]:
+            rate = f"{members * chunk_steps * self.count['train'] / self.seconds['train']:,.0f}"
+        else:  # one chunk only: its time includes the compile
+            rate = "-"
+        total = sum(self.seconds.values())
+        shares = ", ".join(f"{name} {100 * s / total:.1f}%" for name, s in self.seconds.items() if s)
+        return f"{rate} model-steps/s training ({members} members); {total:.1f} s: {shares}"

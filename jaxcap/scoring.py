@@ -24,8 +24,8 @@ def score_split(
     predict: PredictFn, split: Split, mask, objective: losses.Objective, n_outputs: int, batch_size: int
 ) -> dict[str, jax.Array]:
     """The objective's metrics of `predict` on `split` (one member)."""
-    size = min(batch_size, split.size)
-    n_batches = -(-split.size // size)
+    n_batches = -(-split.size // batch_size)
+    size = -(-split.size // n_batches)  # sized evenly: fewer padding rows than batches
     pad = n_batches * size - split.size
     padded = jax.tree.map(lambda a: jnp.concatenate([a, jnp.zeros((pad,) + a.shape[1:], a.dtype)]), split)
     batches = jax.tree.map(lambda a: a.reshape((n_batches, size) + a.shape[1:]), padded)

@@ -5,15 +5,19 @@ one XLA program for the whole population (purejaxrl's `make_train`, evosax's Sta
 `run_chunk(state, hparams, data) -> (state, ChunkStats)`, a `lax.scan` over `chunk_steps`
 steps with no host synchronization. Per-member learning rate, weight decay and Adam β2 live in
 the optimizer state through `optax.inject_hyperparams`; the warmup/decay schedule is a shared
-unit shape times the member's peak learning rate. A member whose loss, gradient or parameters
-become non-finite keeps its last finite state and is marked `diverged`; it never touches the
+unit shape times the member's peak learning rate. A member whose loss or gradient norm becomes
+non-finite keeps its last finite parameters and is marked `diverged`; it never touches the
 other members, which are computed independently under vmap.
+
+Evaluation scores a fixed sample of each split (`sampled_task`), sized from the training
+work per chunk so that evaluating costs at most `eval_share` of a run.
 
 [1] Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization" (AdamW), arXiv:1711.05101.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -71,6 +75,40 @@ class TrainSettings:
     loss_scale: float = 1.0  # static loss scaling for float16 compute
     dropout: bool = True  # False: no member uses dropout, so no masks are drawn at all
     eval_batch_size: int = 1024
+    eval_share: float = 0.1  # the most of a run's compute spent evaluating (0: whole splits)
+
+
+# A forward and backward pass cost about three forwards, so a chunk trains the equivalent of
+# 3 x chunk_steps x batch_size forward examples. No eval sample is cut below this many examples
+# per split (a tiny run may then spend more than eval_share evaluating).
+EVAL_MIN_ROWS = 256
+
+
+def eval_budget(settings: TrainSettings) -> int | None:
+    """Examples an eval may score in all (None: no budget): eval_share of a chunk's compute."""
+    if settings.eval_share <= 0:
+        return None
+    share = settings.eval_share / (1.0 - settings.eval_share)  # eval / train compute
+    return int(share * 3 * settings.chunk_steps * settings.batch_size)
+
+
+def sampled_task(task: Task, data: dict[str, Split], settings: TrainSettings) -> Task:
+    """The task with its n_eval cap lowered so that its eval splits hold about `eval_budget`
+    examples (at least EVAL_MIN_ROWS per split). The task still builds its own eval splits
+    (derived ones, e.g. soft-label or per-class splits, stay consistent), and a task that scores
+    whole splits regardless of n_eval (random data: every memorized item counts) keeps doing so.
+    Shapes are static, so this is decided once, at trace time."""
+    budget = eval_budget(settings)
+    total = sum(split.size for split in task.eval_splits(data).values())  # traced, then unused
+    if budget is None or total <= budget:
+        return task
+    largest = min(task.n_eval, max(split.size for split in data.values()))
+    n_eval = max(EVAL_MIN_ROWS, int(largest * budget / total))
+    if n_eval >= task.n_eval:
+        return task
+    capped = copy.copy(task)  # a frozen dataclass: no __init__ (which may load files) runs again
+    object.__setattr__(capped, "n_eval", n_eval)
+    return capped
 
 
 def unit_schedule(step: jax.Array, warmup: jax.Array, settings: TrainSettings) -> jax.Array:
@@ -135,22 +173,25 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         if settings.clip_norm > 0:
             factor = jnp.minimum(1.0, settings.clip_norm / (grad_norm + 1e-12))
             grads = jax.tree.map(lambda g: g * factor.astype(g.dtype), grads)
-        lr = hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings)
+        # The divergence guard decides on the two scalars the step already has: finite loss and
+        # gradients keep parameters finite (Adam's step is bounded by the lr). A member that does
+        # not take this step (diverged, frozen, or non-finite now) gets zero gradients, so its
+        # moments stay finite, and learning rate 0, so AdamW's update (decay included) is exactly
+        # 0: it keeps its last finite parameters with no select over them, and the zeroing is an
+        # elementwise part of the optimizer's own pass over the gradients.
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+        active = ~state.frozen & ~state.diverged
+        take = finite & active
+        grads = jax.tree.map(lambda g: jnp.where(take, g, jnp.zeros_like(g)), grads)
+        lr = jnp.where(take, hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings), 0.0)
         opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
         updates, new_opt = tx.update(grads, opt_state, state.params)
         # float32 hyperparameters promote the moments of bfloat16/float16 parameters: keep every
         # leaf in its dtype so the scan carry is stable (a no-op for float32 and float64 models)
         new_opt = jax.tree.map(lambda new, old: new.astype(old.dtype), new_opt, opt_state)
-        new_params = optax.apply_updates(state.params, updates)
-        # Finite loss and gradients keep parameters finite (Adam's step is bounded by the lr), so
-        # two scalar checks replace a pass over every parameter. Only the parameters are guarded:
-        # a diverged or frozen member never updates again, so its optimizer state may go stale.
-        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
-        active = ~state.frozen & ~state.diverged
-        take = finite & active
         new_state = state.replace(
             step=state.step + 1,
-            params=jax.tree.map(lambda new, old: jnp.where(take, new, old), new_params, state.params),
+            params=optax.apply_updates(state.params, updates),
             opt_state=new_opt,
             diverged=state.diverged | (active & ~finite),
         )
@@ -168,13 +209,18 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
 
 def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> Callable:
     """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split
-    (train, val, test and any task-specific split), in batches of `eval_batch_size`."""
+    (train, val, test and any task-specific split), in batches of `eval_batch_size`.
+
+    Each split is scored on its first n_eval examples (a fixed random sample: splits are drawn
+    in random order), n_eval lowered to the eval budget (`sampled_task`).
+    """
     apply_fn = make_apply(model_cfg)
 
     def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
         predict = lambda inputs: apply_fn(state.params, inputs)
-        splits, mask = task.eval_splits(data), task.output_mask(hp.task)
-        return score_splits(predict, task, splits, mask, model_cfg.n_outputs, settings.eval_batch_size)
+        sampled = sampled_task(task, data, settings)
+        splits, mask = sampled.eval_splits(data), task.output_mask(hp.task)
+        return score_splits(predict, sampled, splits, mask, model_cfg.n_outputs, settings.eval_batch_size)
 
     return evaluate
 
