@@ -1,26 +1,28 @@
-"""Memorization capacity in bits: how much uniformly random data each architecture can store.
+"""Memorization capacity in bits: how much uniformly random data each architecture stores,
+against exposures per training item.
 
-    python -m jaxcap.launch --config configs/capacity.py          # 2-core CPU: ~11 minutes
-    python -m jaxcap.launch --config configs/capacity.py:smoke    # seconds; used by the tests
+    python -m jaxcap.launch --config configs/capacity.py          # 2-core CPU: 800 CPU-s (30 min shared)
+    python -m jaxcap.launch --config configs/capacity.py:smoke    # about a minute; used by the tests
     python -m jaxcap.launch --config configs/capacity.py:labels   # random labels instead of tokens
     python -m jaxcap.launch --config configs/capacity.py:full     # accelerator: up to the seed baseline
 
 Task: `random_tokens`, n sequences of 16 uniform tokens over a vocabulary of 16, next-token
 prediction with causal attention (15 scored tokens x 4 bits = 60 bits per sequence). For each
-of four architectures (`sweep.buckets`, 1.2k to 14k parameters) the sizes n whose dataset bits
-are 0.5, 1, 2 and 4 times its parameter count x 2 learning rates x 2 seeds train as one
-population until every member's bits-stored curve has flattened (< 2 % gain from one
-1,000-step window to the next; 4,000 steps cap), then larger sizes are added (x2, two at a
-time, up to three rounds) until the bits stored plateau (jaxcap/capacity_run.py). report/ has
-the capacity curve, C_mem per architecture, bits per parameter as a slope across
-architectures, the H x d_head x 32 and n_params x 32 budgets with utilization, and the
-power-law and Härmä et al. (arXiv:2407.15425) fits with held-out MAPE.
+of four architectures (`sweep.buckets`, 1.2k to 8k parameters) the sizes n whose dataset bits
+are 1, 2 and 4 times its parameter count train, each as one population of 3 seeds (lr 1e-2, the
+best of 3e-3 / 1e-2 / 3e-2 in a pilot), to 1,000 exposures per item (steps x 32 / n; all sizes of
+an architecture share one compile); bits stored are read at 10, 20, 50, 100, 200, 500 and 1,000
+exposures (jaxcap/capacity_curve.py). report/ has bits per parameter per exposure budget with
+seed ranges and the plateau verdict (a capacity only if C gained <= 5 % over the last doubling
+of exposures and the sizes plateaued), exposure_curve.png, C_mem per architecture, the slope
+across architectures, both budgets and the power-law and Härmä et al. fits.
 
-Measured on a 2-core CPU (shared with other jobs, noisy): 642-658 s. C_mem = 1,445 / 5,358 /
-9,332 / 14,359 bits for 1,152 / 3,824 / 7,088 / 13,776 parameters: 1.12 bits per parameter
-(slope; 1.04-1.40 per architecture), 5-18x the H x d_head x 32 budget, 3-4 % of n_params x 32.
-The largest stores still had members gaining at the 4,000-step cap: lower bounds.
-`:full` was written for an accelerator and has not been run.
+Measured on the 2-core CPU (2026-11-26; shared, load average 11-17): 800 CPU-seconds, 30 min
+wall. Bits per parameter at 100 / 1,000 exposures: 0.36 / 1.11 (1,152 params), 0.79 / 1.39
+(3,824), 0.86 / 1.57 (7,088, 2 layers), 0.83 / 1.40 (8,032); slope 1.47 bits per parameter. Every
+curve still gains 9-17 % over 500 -> 1,000 exposures: all four C_mem are lower bounds.
+`:full` (2,000 exposures, 14k parameters to the 1.59M-parameter seed baseline, hours on an
+accelerator) was written and validated (`capacity_run.check`) but has not been run.
 """
 
 from jaxcap.config import base_config, parse_arg
@@ -65,7 +67,7 @@ def get_config(arg=None):
         c.train.update(batch_size=128, steps=36_000)
     elif variant == "smoke":
         c.task.n_eval = 32
-        c.sweep.task.dataset_size = (4, 8)  # the first model plateaus at once, the second grows
+        c.sweep.task.dataset_size = (4, 8)  # neither plateaus by 100 exposures: round 2 adds 16, 32
         c.capacity.bits_per_param_grid = ()
         c.sweep.seeds = 2
         c.sweep.buckets = ("model.d_model=8,model.n_heads=1,model.d_ff=16", "model.d_model=16")

@@ -72,7 +72,8 @@ def record(previous: dict, step: int, values: dict, sizes, batch_size: int, budg
             else:
                 continue  # passed before the first eval: unresolved
             for m in RECORDED:
-                at[m][i][k] = before[m][i] + w * (float(values[m][i]) - before[m][i]) if w < 1.0 else float(values[m][i])
+                v1 = float(values[m][i])
+                at[m][i][k] = v1 if w == 1.0 else before[m][i] + w * (v1 - before[m][i])
     return {"step": step, "last": {m: [float(v) for v in values[m]] for m in RECORDED}, "at": at}
 
 

@@ -30,6 +30,13 @@ def name(a: dict) -> str:
     return f"{a['n_layers']}L d{a['d_model']} {a['n_heads']}x{a['d_head']} ff{a['d_ff']} N{a['seq_len']}"
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_exposures(archs: list[dict], path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4))
     for i, a in enumerate(archs):
@@ -50,7 +57,9 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
         color="gray",
         label="Allen-Zhu & Li 2024 (bioS, GPT-2)",
     )
-    right.axhline(LITERATURE["Morris et al. 2025"], color="gray", ls=":", label="Morris et al. 2025 (converged)")
+    right.axhline(
+        LITERATURE["Morris et al. 2025"], color="gray", ls=":", label="Morris et al. 2025 (converged)"
+    )
     for ax in (left, right):
         ax.set_xscale("log")
         ax.set_xlabel("exposures per training item (steps x batch / n)")
@@ -58,13 +67,10 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
     left.set_ylabel("bits stored C(E): best size per seed (median, min-max)")
     right.set_ylabel("bits per parameter")
     right.set_ylim(0, 4.0)
-    left.legend(fontsize=6, loc="upper left")
+    left.legend(fontsize=6, loc="lower right")
     right.legend(fontsize=6, loc="center left")
     fig.suptitle("memorization vs exposures (random data: every bit stored was memorized)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_curves(archs: list[dict], path: Path) -> Path:
@@ -92,10 +98,7 @@ def plot_curves(archs: list[dict], path: Path) -> Path:
     ax.set_ylabel("bits stored at the last budget (median over seeds; dots: seeds)")
     ax.set_title("memorization against dataset size: dotted lines are C_mem", fontsize=9)
     ax.legend(fontsize=6, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
@@ -105,10 +108,18 @@ def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
     err = [c - np.array([a["c_min"] for a in archs]), np.array([a["c_max"] for a in archs]) - c]
     ax.errorbar(p, c, yerr=err, fmt="o", capsize=3, label="C_mem (median, seed range)")
     for a in archs:
-        ax.annotate(name(a), (a["n_params"], a["c_mem"]), fontsize=6, textcoords="offset points", xytext=(4, -8))
+        ax.annotate(
+            name(a), (a["n_params"], a["c_mem"]), fontsize=6, textcoords="offset points", xytext=(4, -8)
+        )
     grid = np.linspace(0, p.max() * 1.1, 50)
     if "bits_per_param" in fits:
-        ax.plot(grid, fits["bits_per_param"] * grid, "-", color="C1", label=f"fit: {fits['bits_per_param']:.2f} bits/param")
+        ax.plot(
+            grid,
+            fits["bits_per_param"] * grid,
+            "-",
+            color="C1",
+            label=f"fit: {fits['bits_per_param']:.2f} bits/param",
+        )
     for (paper, value), ls in zip(LITERATURE.items(), (":", "-.")):
         ax.plot(grid, value * grid, ls, color="gray", lw=1, label=f"{paper}: {value} bits/param")
     heads = [a["head_budget_bits"] for a in archs]
@@ -118,7 +129,4 @@ def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
     ax.set_ylabel("C_mem (bits)")
     ax.set_ylim(0, max(c.max(), 1.0) * 1.3)
     ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

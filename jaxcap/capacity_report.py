@@ -40,7 +40,11 @@ def _until(row: dict, exposures: float) -> dict:
     if keep == 0:
         raise ValueError(f"exposures: got {exposures:g}; allowed: at least {row['exposures'][0]:g}")
     cut = {k: row[k][:keep] for k in ("exposures", "bits_at", "net_bits_at", "exact_at")}
-    last = {"bits_stored": cut["bits_at"][-1], "net_bits": cut["net_bits_at"][-1], "exact_fraction": cut["exact_at"][-1]}
+    last = {
+        "bits_stored": cut["bits_at"][-1],
+        "net_bits": cut["net_bits_at"][-1],
+        "exact_fraction": cut["exact_at"][-1],
+    }
     return {**row, **cut, **last}
 
 
@@ -62,7 +66,9 @@ def saturated_capacity(workdir: str | Path, arch: int | str | dict, exposures: f
         found = [a for a in archs if all(a["model"].get(k) == v for k, v in arch.items())]
     if len(found) != 1:
         known = "; ".join(f"{a['arch']}: {a['label'] or name(a)}" for a in archs)
-        raise ValueError(f"arch: got {arch!r}, which matches {len(found)} architectures; allowed: one of {known}")
+        raise ValueError(
+            f"arch: got {arch!r}, which matches {len(found)} architectures; allowed: one of {known}"
+        )
     [a] = found
     return {
         "bits": a["c_mem"],
@@ -106,19 +112,21 @@ def verdict(a: dict) -> str:
 def exposure_table(archs: list[dict]) -> list[str]:
     budgets = [p["exposures"] for p in archs[0]["exposure_curve"]]
     lines = [
-        "| arch | params | " + " | ".join(f"{e:g}" for e in budgets) + " | over the last doubling | verdict |",
+        "| arch | params | "
+        + " | ".join(f"{e:g}" for e in budgets)
+        + " | over the last doubling | verdict |",
         "|---|---|" + "---|" * len(budgets) + "---|---|",
     ]
     for a in archs:
-        cells = [
-            "—"
-            if p["median"] is None
-            else f"{p['median'] / a['n_params']:.2f} [{p['min'] / a['n_params']:.2f}–{p['max'] / a['n_params']:.2f}]"
-            for p in a["exposure_curve"]
+        per_param = [
+            [p[k] and p[k] / a["n_params"] for k in ("median", "min", "max")] for p in a["exposure_curve"]
         ]
+        cells = ["—" if m is None else f"{m:.2f} [{lo:.2f}–{hi:.2f}]" for m, lo, hi in per_param]
         flat = a["flat"]
         span = "—" if flat["gain"] is None else f"{flat['gain']:+.1%} ({flat['from']:g} → {flat['to']:g})"
-        lines.append(f"| {name(a)} | {a['n_params']:,} | " + " | ".join(cells) + f" | {span} | {verdict(a)} |")
+        lines.append(
+            f"| {name(a)} | {a['n_params']:,} | " + " | ".join(cells) + f" | {span} | {verdict(a)} |"
+        )
     return lines
 
 

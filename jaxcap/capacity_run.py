@@ -146,7 +146,9 @@ def extra_metrics_for(bucket: Bucket):
     return extra
 
 
-def measure(bucket: Bucket, store: Store, arch: int, round_: int, cap: ml_collections.ConfigDict) -> list[dict]:
+def measure(
+    bucket: Bucket, store: Store, arch: int, round_: int, cap: ml_collections.ConfigDict
+) -> list[dict]:
     """capacity.jsonl rows of a trained size: the exposure record of its last checkpoint."""
     mesh = sharding.population_mesh(len(bucket.members), bucket.config.runtime.devices)
     program = population_program(bucket.settings, bucket.task, bucket.model, mesh)
@@ -211,7 +213,9 @@ def train_size(config, store: Store, bucket: Bucket, arch: int, round_: int) -> 
     cap, tic = config.capacity, time.time()
     sizes = [int(m.knobs["dataset_size"]) for m in bucket.members]
     model = bucket.config.model
-    with numerics(bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)):
+    with numerics(
+        bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)
+    ):
         if bucket.name not in store.finished_buckets():
             stop_fn = capacity_curve.make_stop_fn(sizes, bucket.settings.batch_size, cap.exposures)
             train_bucket(bucket, store, config.runtime, stop_fn, extra_metrics=extra_metrics_for(bucket))
@@ -245,7 +249,7 @@ def capacity_experiment(config: ml_collections.ConfigDict, store: Store) -> list
             gain = "—" if flat["gain"] is None else f"{flat['gain']:+.1%}"
             print(
                 f"[b{arch}] {summary['label'] or 'base model'}: C_mem {summary['c_mem']:,.0f} bits "
-                f"({summary['bits_per_param']:.2f} bits/param) at {flat['to']:g} exposures; gain over "
+                f"({summary['bits_per_param']:.2f} bits/param) at {cap.exposures[-1]:g} exposures; gain over "
                 f"the last doubling {gain} ({'flat' if flat['flat'] else 'still gaining'}); sizes "
                 f"{'plateaued' if summary['plateau'] else 'not plateaued'}",
                 flush=True,

@@ -16,6 +16,7 @@ import pytest
 from conftest import killer as kill_after
 
 from jaxcap import capacity, capacity_curve, capacity_fit, tasks
+from jaxcap.capacity_report import saturated_capacity
 from jaxcap.config import load_config
 from jaxcap.models import ModelConfig
 from jaxcap.population import DEFAULT_HPARAMS, grid_members, stack
@@ -289,9 +290,42 @@ def test_capacity_smoke_end_to_end_then_report_and_resume(smoke):
     written = EXPERIMENTS["capacity"].report(Store(workdir))
     assert (workdir / "report" / "report.md") in written
     assert (workdir / "report" / "report.md").read_text() == text  # rebuilt from the workdir alone
+    lower = saturated_capacity(workdir, "model.d_model=16")  # 100 exposures: still gaining
+    assert not lower["saturated"] and lower["bits"] == summarize_rows(rows, 1)["c_mem"]
+    assert saturated_capacity(workdir, {"d_model": 16, "n_layers": 1})["bits"] == lower["bits"]
+    assert saturated_capacity(workdir, 1, exposures=50)["exposures"] == 50
+    with pytest.raises(ValueError, match=r"arch: got \{'d_model': 32\}, which matches 0 architectures"):
+        saturated_capacity(workdir, {"d_model": 32})
     again = launch(workdir)
     assert again.returncode == 0 and "members x" not in again.stdout  # nothing retrained
     assert (workdir / "capacity.jsonl").read_text().count("\n") == len(rows)
+
+
+def summarize_rows(rows: list[dict], arch: int) -> dict:
+    [summary] = capacity.summarize([r for r in rows if r["arch"] == arch], 0.05, 0.05)
+    return summary
+
+
+@pytest.mark.slow
+def test_saturated_capacity_agrees_at_two_budgets_past_saturation(tmp_path):
+    """C no longer depends on the training budget once the curve is flat. A small instance that
+    saturates within 400 exposures (random labels, lr 0.05: SGD noise caps what is stored early):
+    the capacity at 400 and at 800 exposures (1,600 and 3,200 steps for n = 256; with a constant
+    learning rate the shorter run is exactly a prefix of the longer) agree within 5 %."""
+    from jaxcap.run import run
+
+    config = load_config(f"{ROOT / 'configs' / 'capacity.py'}:labels")
+    config.task.update(vocab_size=16, seq_len=10, n_classes=16, n_eval=32)
+    config.capacity.update(bits_per_param_grid=(), max_rounds=1, exposures=(50.0, 100.0, 200.0, 400.0, 800.0))
+    config.sweep.update(seeds=3, buckets=("model.d_model=8,model.n_heads=1,model.d_ff=16",))
+    config.sweep.task.dataset_size = (128, 256)
+    config.sweep.hparams.learning_rate = (5e-2,)
+    config.train.update(batch_size=64, steps=3200, chunk_steps=50)
+    config.runtime.progress = False
+    run(config, str(tmp_path))
+    short, long = saturated_capacity(tmp_path, 0, exposures=400), saturated_capacity(tmp_path, 0)
+    assert short["saturated"] and long["saturated"], (short, long)
+    assert abs(long["bits"] - short["bits"]) <= 0.05 * short["bits"], (short["bits"], long["bits"])
 
 
 def test_killed_capacity_run_resumes_to_the_same_bytes(smoke, tmp_path):
@@ -329,6 +363,31 @@ def test_config_errors_name_the_field():
     config = _smoke_config()
     config.model.attention = "bidirectional"
     with pytest.raises(ConfigError, match="config.model.attention: got 'bidirectional'; allowed: causal"):
+        capacity_run.check(config)
+    for field, value, message in [
+        (
+            "exposures",
+            (10.0, 5.0),
+            r"config.capacity.exposures: got \(10.0, 5.0\); allowed: a non-empty ascending",
+        ),
+        ("exposures", (), r"config.capacity.exposures: got \(\); allowed"),
+        (
+            "exposures",
+            (10.0, 200.0),
+            r"config.train.steps: got 400; allowed: >= 800 \(200 exposures of n = 32",
+        ),
+    ]:
+        config = _smoke_config()
+        config.capacity[field] = value
+        with pytest.raises(ConfigError, match=message):
+            capacity_run.check(config)
+    config = _smoke_config()
+    config.train.schedule = "cosine"
+    with pytest.raises(ConfigError, match="config.train.schedule: got 'cosine'; allowed: constant"):
+        capacity_run.check(config)
+    config = _smoke_config()
+    config.train.chunk_steps = 200  # n = 4 passes 100 exposures at step 50, before the first eval
+    with pytest.raises(ConfigError, match=r"config.train.chunk_steps: got 200; allowed: at most 50"):
         capacity_run.check(config)
     config = _smoke_config()
     config.capacity.max_rounds = 16  # sizes 64 * 2^30: random labels could not stay distinct
