@@ -43,6 +43,8 @@ class AllDiverged(RuntimeError):
 StopFn = Callable[[dict], bool]
 # (cursor, host metrics) -> bool mask [P] of members frozen from now on, or None (no change)
 OnEvalFn = Callable[[dict, dict], "np.ndarray | None"]
+# (state_P, hparams_P, data_P) -> more host metrics [P] for the same eval (capacity: bits stored)
+ExtraMetricsFn = Callable[..., "dict[str, np.ndarray]"]
 
 
 def _fresh_cursor(n: int) -> dict:
@@ -197,6 +199,7 @@ def train_bucket(
     runtime: ml_collections.ConfigDict,
     stop_fn: StopFn | None = None,
     on_eval: OnEvalFn | None = None,
+    extra_metrics: ExtraMetricsFn | None = None,
 ) -> list[dict]:
     """Train one bucket's population to the end, resuming if a checkpoint exists.
 
@@ -205,6 +208,8 @@ def train_bucket(
     `on_eval(cursor, host)` is asked first and may return a mask of members to freeze
     (`MemberState.frozen`, e.g. pruned trials): their parameters stop changing, their rows end
     with status 'pruned', and all members diverging ends the bucket instead of raising.
+    `extra_metrics(state, hparams, data)` adds host metrics to every eval (stored, and seen by
+    both hooks in `cursor["last"]`).
     """
     config, settings, members = bucket.config, bucket.settings, bucket.members
     spec = bucket.task.spec
@@ -250,6 +255,8 @@ def train_bucket(
             jax.block_until_ready(stats)  # so that eval is timed apart (one dispatch latency)
         with clock("compile" if first else "eval"):
             host = host_metrics(program, state, stats, hparams, data, spec)
+            if extra_metrics is not None:
+                host.update(extra_metrics(state, hparams, data))
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
         _update_cursor(cursor, step, host, spec, config.eval)
         frozen = on_eval(cursor, host) if on_eval is not None else None
