@@ -72,6 +72,7 @@ def get_config(arg=None):
         c.sweep.seeds = 2
         c.sweep.buckets = ("model.d_model=8,model.n_heads=1,model.d_ff=16", "model.d_model=16")
         c.train.update(steps=400, chunk_steps=20, batch_size=8)
+        c.runtime.checkpoint_every = 1  # the kill test needs the step-40 or -60 checkpoint on disk
         c.capacity.update(max_rounds=2, extend=2, exposures=(10.0, 20.0, 50.0, 100.0))
         c.note = "smoke test: two tiny models for a few steps"
     elif variant == "full":

@@ -24,6 +24,8 @@
 #                                    warm compilation cache, true float32; each with a TF32 precision
 #                                    probe and the GEMM algorithms XLA selected (the float32 slowdown)
 #   grokking_full                    configs/grokking.py:full end to end: seconds per model-run
+# Needs: a CUDA jax with flax/optax/numpyro/orbax/tensorstore (the device image) and .whl/ from
+# the `wheels` step for the rest; `wheels` needs network access and pip.
 # The sizes can be shrunk to try the plumbing on a CPU (not a measurement):
 #   PY=.venv/bin/python P=2 BATCH=16 STEPS=2 FULL=configs/grokking.py:smoke bash launch/device_check_19.sh all
 set -u

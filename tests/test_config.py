@@ -41,7 +41,7 @@ def test_unknown_variant_is_named():
             lambda c: c.sweep.hparams.update(learning_rate=(1e-3, -1.0)),
             r"config.sweep.hparams.learning_rate\[1\]",
         ),
-        (lambda c: c.task.update(train_fraction=0.99999), "leaves 10000 train and 0 val"),
+        (lambda c: c.task.update(train_fraction=0.99999), "leaves 10000 train, 0 val and 0 test"),
         (
             lambda c: c.train.update(schedule="linear"),
             "config.train.schedule: got 'linear'; allowed: constant, cosine",
