@@ -28,7 +28,7 @@ import time
 import jax
 from absl import app, flags, logging
 
-from jaxcap import bench_cost, bench_probe, sharding, tasks
+from jaxcap import bench_cost, bench_probe, cli, sharding, tasks
 from jaxcap.models import ModelConfig, attention, param_count
 from jaxcap.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
@@ -175,7 +175,7 @@ def measure_sharded(
     results = []
     for p in sorted(sizes):
         if p % n:
-            raise app.UsageError(f"--sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
+            sys.exit(f"usage error: --sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
         members = _members(p, task.default_knobs())
         runs = {}
         for d in (n, 1):
@@ -206,7 +206,7 @@ def measure_sharded(
 
 def _cost(names: list[str]) -> dict:
     """`--cost`: XLA's accounting per model and compute dtype, at each P of --sizes (default 64)."""
-    sizes = [int(x) for x in _SIZES.value] if flags.FLAGS["sizes"].present else [64]
+    sizes = cli.positive_ints("sizes", _SIZES.value) if flags.FLAGS["sizes"].present else [64]
     dtypes = [_DTYPE.value] if flags.FLAGS["compute_dtype"].present else ["float32", "bfloat16"]
     if _BROADCAST.value < 0:  # count the program an accelerator runs, whatever the backend
         attention.BROADCAST_MAX_LEN = attention.ACCELERATOR_BROADCAST_MAX_LEN
@@ -231,11 +231,10 @@ def _cost(names: list[str]) -> dict:
 
 
 def main(argv):
-    if len(argv) > 1:  # absl hands positional arguments over; a typo must not be ignored
-        raise app.UsageError(f"unexpected argument {argv[1]!r}; allowed: flags only")
+    # (a positional argument was refused by cli.make_parser: a typo must not be ignored)
     for name in _MODELS.value:
         if name not in PRESETS:
-            raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
+            sys.exit(f"usage error: --models: got {name!r}; allowed: {', '.join(PRESETS)}")
     if _PROBE.value:  # the same command minus --probe, in fresh processes; this one never
         # touches the device (a GPU backend would preallocate memory the children need)
         args = [a for a in sys.argv[1:] if a.lstrip("-") not in ("probe", "probe=true", "probe=True")]
@@ -262,7 +261,7 @@ def main(argv):
         if _COST.value:
             print(json.dumps(_cost(_MODELS.value), indent=1))
             return
-        sizes = [int(s) for s in _SIZES.value]
+        sizes = cli.positive_ints("sizes", _SIZES.value)
         out = {
             "device": describe_devices(),
             "trials": _TRIALS.value,
@@ -283,5 +282,10 @@ def main(argv):
     print(json.dumps(out, indent=1))
 
 
+def console() -> None:
+    """The `jaxcap-bench` console script (also `python -m jaxcap.bench`)."""
+    app.run(main, flags_parser=cli.make_parser(__doc__))
+
+
 if __name__ == "__main__":
-    app.run(main)
+    console()

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxcap import learnability, summary  # noqa: E402
+from jaxcap import cli, learnability, summary  # noqa: E402
 from jaxcap.population import HPARAM_NAMES  # noqa: E402
 from jaxcap.store import Store  # noqa: E402
 
@@ -251,7 +251,7 @@ def population_figures(store: Store, rows: list[dict] | None = None) -> tuple[li
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=cli.prog("report"), description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True, help="a run's workdir (holds config.json)")
     args = parser.parse_args(argv)
     if not (Path(args.workdir) / "config.json").exists():
@@ -266,5 +266,10 @@ def main(argv: list[str] | None = None) -> list[Path]:
     return written
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The `jaxcap-report` console script (main's list of paths would be read as an exit code)."""
     main()
+
+
+if __name__ == "__main__":
+    console()
