@@ -27,6 +27,7 @@ import time
 
 import jax
 from absl import app, flags, logging
+from tqdm import tqdm
 
 from jaxcap import bench_cost, bench_probe, cli, sharding, tasks
 from jaxcap.models import ModelConfig, attention, param_count
@@ -93,6 +94,24 @@ def _compiled(program, members: list[Member]):
     return chunk, state, hp, data, time.perf_counter() - start
 
 
+_BAR: tqdm | None = None
+
+
+def _progress(total: int) -> tqdm:
+    """The bar over the measurements (model x size): on stderr like training's, so that a long
+    benchmark is never silent; each finished row is printed above it."""
+    global _BAR
+    _BAR = tqdm(total=total, unit="measurement", desc="bench", dynamic_ncols=True, file=sys.stderr)
+    return _BAR
+
+
+def _done(row: dict) -> None:
+    """A finished measurement: its JSON on stderr (through tqdm, so the bar is not torn), one tick."""
+    tqdm.write(json.dumps(row), file=sys.stderr)
+    if _BAR is not None:
+        _BAR.update(1)
+
+
 def _seconds(chunk, state, hp, data, repeats: int) -> float:
     state, _ = chunk(state, hp, data)  # warm-up
     jax.block_until_ready(state)
@@ -150,7 +169,7 @@ def measure(
             seq = statistics.median(sequential)
             row.update(sequential_model_steps_per_s=round(seq, 1), speedup_vs_sequential=round(rate / seq, 3))
         results.append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)
+        _done(row)
     return results
 
 
@@ -200,7 +219,7 @@ def measure_sharded(
             "speedup_vs_single_device": round(sharded / single, 3),
         }
         results.append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)
+        _done(row)
     return results
 
 
@@ -217,6 +236,7 @@ def _cost(names: list[str]) -> dict:
         "matmul_counted": "dot operands + results of the lowered (pre-optimization) StableHLO",
         "cost": [],
     }
+    _progress(len(names) * len(sizes) * len(dtypes))
     for name in names:
         model_kw, batch, task_cfg = PRESETS[name]
         for p in sizes:
@@ -226,7 +246,7 @@ def _cost(names: list[str]) -> dict:
                     **bench_cost.step_cost(model_kw, _BATCH.value or batch, task_cfg, p, dtype),
                 }
                 out["cost"].append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+                _done(row)
     return out
 
 
@@ -273,6 +293,7 @@ def main(argv):
             "precision_probe": bench_probe.precision_probe(),
             "results": [],
         }
+        _progress(len(_MODELS.value) * len(sizes))
         for name in _MODELS.value:
             args = (name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value)
             if _SHARDED.value:

@@ -286,12 +286,18 @@ def hpo_report(store: Store) -> list[Path]:
     levels, studies = summarize(store)
     write_best_trials(store, levels)
     store.report_path.mkdir(exist_ok=True)
-    figures = [
-        plot_history(levels, studies, store.report_path / "hpo_history.png"),
-        plot_importances(levels, studies, store.report_path / "hpo_importance.png"),
-        plot_best_vs_difficulty(levels, store.report_path / "hpo_best_vs_difficulty.png"),
-        *plot_importances_per_study(studies, store.report_path),
-    ]
+    from jaxcap.report import draw  # the bar shown when a rebuild takes more than 5 s
+
+    out = store.report_path
+    figures = draw(
+        [
+            lambda: plot_history(levels, studies, out / "hpo_history.png"),
+            lambda: plot_importances(levels, studies, out / "hpo_importance.png"),
+            lambda: plot_best_vs_difficulty(levels, out / "hpo_best_vs_difficulty.png"),
+        ],
+        desc="hpo report",
+    )
+    figures += plot_importances_per_study(studies, out)
     improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["mean"] is not None]
     sign = 1.0 if levels and levels[0]["higher_is_better"] else -1.0
     gains = [sign * (lv["best"]["mean"] - lv["baseline"]["mean"]) for lv in improved]
