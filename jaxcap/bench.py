@@ -27,8 +27,9 @@ import time
 
 import jax
 from absl import app, flags, logging
+from tqdm import tqdm
 
-from jaxcap import bench_cost, bench_probe, sharding, tasks
+from jaxcap import bench_cost, bench_probe, cli, sharding, tasks
 from jaxcap.models import ModelConfig, attention, param_count
 from jaxcap.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
@@ -93,6 +94,24 @@ def _compiled(program, members: list[Member]):
     return chunk, state, hp, data, time.perf_counter() - start
 
 
+_BAR: tqdm | None = None
+
+
+def _progress(total: int) -> tqdm:
+    """The bar over the measurements (model x size): on stderr like training's, so that a long
+    benchmark is never silent; each finished row is printed above it."""
+    global _BAR
+    _BAR = tqdm(total=total, unit="measurement", desc="bench", dynamic_ncols=True, file=sys.stderr)
+    return _BAR
+
+
+def _done(row: dict) -> None:
+    """A finished measurement: its JSON on stderr (through tqdm, so the bar is not torn), one tick."""
+    tqdm.write(json.dumps(row), file=sys.stderr)
+    if _BAR is not None:
+        _BAR.update(1)
+
+
 def _seconds(chunk, state, hp, data, repeats: int) -> float:
     state, _ = chunk(state, hp, data)  # warm-up
     jax.block_until_ready(state)
@@ -150,7 +169,7 @@ def measure(
             seq = statistics.median(sequential)
             row.update(sequential_model_steps_per_s=round(seq, 1), speedup_vs_sequential=round(rate / seq, 3))
         results.append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)
+        _done(row)
     return results
 
 
@@ -175,7 +194,7 @@ def measure_sharded(
     results = []
     for p in sorted(sizes):
         if p % n:
-            raise app.UsageError(f"--sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
+            sys.exit(f"usage error: --sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
         members = _members(p, task.default_knobs())
         runs = {}
         for d in (n, 1):
@@ -200,13 +219,13 @@ def measure_sharded(
             "speedup_vs_single_device": round(sharded / single, 3),
         }
         results.append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)
+        _done(row)
     return results
 
 
 def _cost(names: list[str]) -> dict:
     """`--cost`: XLA's accounting per model and compute dtype, at each P of --sizes (default 64)."""
-    sizes = [int(x) for x in _SIZES.value] if flags.FLAGS["sizes"].present else [64]
+    sizes = cli.positive_ints("sizes", _SIZES.value) if flags.FLAGS["sizes"].present else [64]
     dtypes = [_DTYPE.value] if flags.FLAGS["compute_dtype"].present else ["float32", "bfloat16"]
     if _BROADCAST.value < 0:  # count the program an accelerator runs, whatever the backend
         attention.BROADCAST_MAX_LEN = attention.ACCELERATOR_BROADCAST_MAX_LEN
@@ -217,6 +236,7 @@ def _cost(names: list[str]) -> dict:
         "matmul_counted": "dot operands + results of the lowered (pre-optimization) StableHLO",
         "cost": [],
     }
+    _progress(len(names) * len(sizes) * len(dtypes))
     for name in names:
         model_kw, batch, task_cfg = PRESETS[name]
         for p in sizes:
@@ -226,16 +246,15 @@ def _cost(names: list[str]) -> dict:
                     **bench_cost.step_cost(model_kw, _BATCH.value or batch, task_cfg, p, dtype),
                 }
                 out["cost"].append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+                _done(row)
     return out
 
 
 def main(argv):
-    if len(argv) > 1:  # absl hands positional arguments over; a typo must not be ignored
-        raise app.UsageError(f"unexpected argument {argv[1]!r}; allowed: flags only")
+    # (a positional argument was refused by cli.make_parser: a typo must not be ignored)
     for name in _MODELS.value:
         if name not in PRESETS:
-            raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
+            sys.exit(f"usage error: --models: got {name!r}; allowed: {', '.join(PRESETS)}")
     if _PROBE.value:  # the same command minus --probe, in fresh processes; this one never
         # touches the device (a GPU backend would preallocate memory the children need)
         args = [a for a in sys.argv[1:] if a.lstrip("-") not in ("probe", "probe=true", "probe=True")]
@@ -262,7 +281,7 @@ def main(argv):
         if _COST.value:
             print(json.dumps(_cost(_MODELS.value), indent=1))
             return
-        sizes = [int(s) for s in _SIZES.value]
+        sizes = cli.positive_ints("sizes", _SIZES.value)
         out = {
             "device": describe_devices(),
             "trials": _TRIALS.value,
@@ -274,6 +293,7 @@ def main(argv):
             "precision_probe": bench_probe.precision_probe(),
             "results": [],
         }
+        _progress(len(_MODELS.value) * len(sizes))
         for name in _MODELS.value:
             args = (name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value)
             if _SHARDED.value:
@@ -283,5 +303,10 @@ def main(argv):
     print(json.dumps(out, indent=1))
 
 
+def console() -> None:
+    """The `jaxcap-bench` console script (also `python -m jaxcap.bench`)."""
+    app.run(main, flags_parser=cli.make_parser(__doc__))
+
+
 if __name__ == "__main__":
-    app.run(main)
+    console()

@@ -120,6 +120,8 @@ def base_config(task: str) -> ml_collections.ConfigDict:
             checkpoint_every=0,
             checkpoint_minutes=10.0,
             progress=True,
+            tensorboard=False,  # event files in <workdir>/tensorboard (pip install 'jaxcap[tracking]')
+            wandb="",  # a W&B project name logs the run there ('': off; pip install 'jaxcap[wandb]')
             compilation_cache="default",
             devices=0,  # devices the population is split over; 0: automatic (jaxcap/sharding.py)
             coordinator="",  # several processes: 'host:port' of process 0, or 'auto' (TPU pod, Slurm)
@@ -194,6 +196,8 @@ def schema(config) -> dict:
             "checkpoint_every": Int(0),
             "checkpoint_minutes": Float(0.0),
             "progress": Bool(),
+            "tensorboard": Bool(),
+            "wandb": Str(),
             "compilation_cache": Str(),
             "devices": Int(0),
             "coordinator": Str(),

@@ -6,9 +6,10 @@ baseline's and the best trial's metric, the HPO lift) is its seeds' test metric.
 Reads only the workdir (config.json, members.jsonl) and the study storage named in it:
 `best_trials.jsonl` holds the members.jsonl rows (one per seed, with `study` and `trial`) of
 each level's best trial, the meta-model's input; report/ gets `hpo.md`, the optimization
-history of every study, hyperparameter importances (Optuna's default evaluator, PED-ANOVA [1])
-per level, and the best value vs difficulty with and without HPO (the baseline trial, the
-config's own hyperparameters, vs the best tuned trial): the seed design's HPO ablation.
+history of every study and each study's hyperparameter importances (both drawn by
+`optuna.visualization.matplotlib`; Optuna's default evaluator, PED-ANOVA [1]), a heatmap of the
+importances across levels, and the best value vs difficulty with and without HPO (the baseline
+trial, the config's own hyperparameters, vs the best tuned trial): the seed design's HPO ablation.
 
 [1] Watanabe et al. 2023, "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance in
     Arbitrary Subspaces", arXiv:2304.10255.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import warnings
 from pathlib import Path
@@ -142,50 +144,50 @@ def format_table(levels: list[dict]) -> str:
     return "\n".join([title, *rows, *(" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)])
 
 
+def _first_objective(studies: list[optuna.Study]):
+    """(target, name) for Optuna's plots: the first objective (multi-objective studies need one)."""
+    if any(len(st.directions) > 1 for st in studies):
+        return (lambda t: t.values[0]), "objective (first value)"
+    return None, "objective"
+
+
 def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
-    """Objective per trial (pruned: last reported value; failed: red, at the bottom), best so far."""
-    cols = min(4, len(studies))
-    rows = math.ceil(len(studies) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-    for ax, lv, study in zip(axes.flat, levels, studies):
-        maximize = study.directions[0] == optuna.study.StudyDirection.MAXIMIZE
-        done = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.number)
-        ax.scatter([t.number for t in done], [t.values[0] for t in done], s=12, color="C0", label="complete")
-        pruned = [
-            t for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)) if t.intermediate_values
-        ]
-        ax.scatter(
-            [t.number for t in pruned],
-            [t.intermediate_values[max(t.intermediate_values)] for t in pruned],
-            s=12,
-            marker="x",
-            color="gray",
-            label="pruned (last report)",
-        )
-        failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
-        for t in failed:
-            ax.axvline(t.number, color="C3", lw=0.6, alpha=0.5)
-        if done:
-            best, xs, ys = None, [], []
-            for t in done:
-                v = t.values[0]
-                best = v if best is None or (v > best if maximize else v < best) else best
-                xs.append(t.number)
-                ys.append(best)
-            ax.step(xs, ys, where="post", color="C1", label="best so far")
-        if lv["baseline"] and lv["baseline"]["values"]:
-            ax.axhline(lv["baseline"]["values"][0], color="k", ls="--", lw=0.8, label="baseline trial")
-        ax.set_title(study.study_name, fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(studies) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=6)
-    fig.supxlabel("trial", fontsize=8)
-    fig.supylabel("objective (first value)", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """Optuna's own optimization history (`optuna.visualization.matplotlib`): the objective of
+    every complete trial and the best so far, one colour per study (level)."""
+    from optuna.visualization import matplotlib as optuna_plots
+
+    target, name = _first_objective(studies)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
+        ax = optuna_plots.plot_optimization_history(studies, target=target, target_name=name)
+    ax.legend(fontsize=6, loc="best")
+    ax.figure.set_size_inches(7.0, 4.2)
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=110)
+    plt.close(ax.figure)
     return path
+
+
+def plot_importances_per_study(studies: list[optuna.Study], directory: Path) -> list[Path]:
+    """Optuna's own importance bar chart for each study with enough complete trials to rank
+    its parameters (`hpo_importance_<study>.png`)."""
+    from optuna.visualization import matplotlib as optuna_plots
+
+    paths = []
+    for study in studies:
+        if not importances(study):  # too few trials, or nothing varied
+            continue
+        target, name = _first_objective([study])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ax = optuna_plots.plot_param_importances(study, target=target, target_name=name)
+        ax.set_title(f"{study.study_name}: hyperparameter importance", loc="left")  # replaces Optuna's
+        ax.figure.tight_layout()
+        path = directory / f"hpo_importance_{re.sub(r'[^A-Za-z0-9_.=-]+', '_', study.study_name)}.png"
+        ax.figure.savefig(path, dpi=110)
+        plt.close(ax.figure)
+        paths.append(path)
+    return paths
 
 
 def importances(study: optuna.Study) -> dict[str, float]:
@@ -207,6 +209,7 @@ def importances(study: optuna.Study) -> dict[str, float]:
 
 
 def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+    """Every level's importances side by side (a heatmap: Optuna draws one study at a time)."""
     table = [importances(s) for s in studies]
     params = sorted({p for row in table for p in row})
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(1, len(params)), 0.9 + 0.35 * len(studies)))
@@ -283,11 +286,18 @@ def hpo_report(store: Store) -> list[Path]:
     levels, studies = summarize(store)
     write_best_trials(store, levels)
     store.report_path.mkdir(exist_ok=True)
-    figures = [
-        plot_history(levels, studies, store.report_path / "hpo_history.png"),
-        plot_importances(levels, studies, store.report_path / "hpo_importance.png"),
-        plot_best_vs_difficulty(levels, store.report_path / "hpo_best_vs_difficulty.png"),
-    ]
+    from jaxcap.report import draw  # the bar shown when a rebuild takes more than 5 s
+
+    out = store.report_path
+    figures = draw(
+        [
+            lambda: plot_history(levels, studies, out / "hpo_history.png"),
+            lambda: plot_importances(levels, studies, out / "hpo_importance.png"),
+            lambda: plot_best_vs_difficulty(levels, out / "hpo_best_vs_difficulty.png"),
+        ],
+        desc="hpo report",
+    )
+    figures += plot_importances_per_study(studies, out)
     improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["mean"] is not None]
     sign = 1.0 if levels and levels[0]["higher_is_better"] else -1.0
     gains = [sign * (lv["best"]["mean"] - lv["baseline"]["mean"]) for lv in improved]

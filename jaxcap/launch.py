@@ -1,5 +1,7 @@
 """`python -m jaxcap.launch --config configs/X.py[:variant] [--config.a.b=v] [--workdir D]`.
 
+(`jaxcap-launch` is the same command.)
+
 A thin absl shell over `jaxcap.run.run`. Config problems (a bad value, a wrong type, an
 unknown key) are reported as one line naming the field, before anything is compiled. The
 default workdir is derived from the command (runs/<config>[_<variant>][_<hash of overrides>],
@@ -24,6 +26,7 @@ from pathlib import Path
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from jaxcap import cli
 from jaxcap.config import load_config
 from jaxcap.validate import ConfigError
 
@@ -57,6 +60,7 @@ def _check_overrides(argv: list[str]) -> None:
 
 
 def _parse(argv: list[str]) -> list[str]:
+    cli.exit_on_help(argv, __doc__)  # before the config loader asks for --config
     argv = _normalize(argv)
     try:
         _check_overrides(argv)
@@ -65,12 +69,10 @@ def _parse(argv: list[str]) -> list[str]:
         sys.exit(f"config error: {e}")
     except (flags.Error, TypeError, ValueError, AttributeError) as e:
         sys.exit(f"config error: {str(e).splitlines()[0]}")
-    if len(rest) > 1:  # absl hands positional arguments to main, which would ignore them
-        sys.exit(
-            f"usage error: unexpected argument {rest[1]!r}; allowed: flags only (--config, --workdir, "
-            "--config.a.b=value, --create_studies, --debug)"
-        )
-    return rest
+    # absl hands positional arguments to main, which would ignore them
+    return cli.flags_only(
+        rest, "flags only (--config, --workdir, --config.a.b=value, --create_studies, --debug)"
+    )
 
 
 def default_workdir(argv: list[str]) -> Path:
@@ -153,5 +155,10 @@ def _normalize(argv: list[str]) -> list[str]:
     return out
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The `jaxcap-launch` console script."""
     app.run(main, flags_parser=_parse)
+
+
+if __name__ == "__main__":
+    console()

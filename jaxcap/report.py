@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -31,8 +32,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
-from jaxcap import learnability, summary  # noqa: E402
+from jaxcap import cli, learnability, summary  # noqa: E402
 from jaxcap.population import HPARAM_NAMES  # noqa: E402
 from jaxcap.store import Store  # noqa: E402
 
@@ -233,6 +235,20 @@ def metrics_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+BAR_DELAY_S = 5.0  # a report rebuild shorter than this prints no bar
+
+
+def draw(jobs: list[Callable[[], Path]], desc: str = "report") -> list[Path]:
+    """Run figure-drawing jobs under a tqdm bar like training's, shown only once a rebuild has
+    taken 5 s (a large workdir's dynamics figure can take minutes; a small one stays quiet)."""
+    with tqdm(total=len(jobs), desc=desc, unit="figure", delay=BAR_DELAY_S, dynamic_ncols=True) as bar:
+        paths = []
+        for job in jobs:
+            paths.append(job())
+            bar.update(1)
+    return paths
+
+
 def population_figures(store: Store, rows: list[dict] | None = None) -> tuple[list[Path], str]:
     """Write the three figures; returns their paths and a report.md section linking them."""
     rows = store.member_rows() if rows is None else rows
@@ -240,18 +256,20 @@ def population_figures(store: Store, rows: list[dict] | None = None) -> tuple[li
         return [], ""
     store.report_path.mkdir(exist_ok=True)
     out = store.report_path
-    paths = [
-        plot_success(rows, out / "success_vs_complexity.png"),
-        plot_dynamics(store, rows, out / "dynamics.png"),
-        plot_gap(store, rows, out / "generalization_gap.png"),
-    ]
+    paths = draw(
+        [
+            lambda: plot_success(rows, out / "success_vs_complexity.png"),
+            lambda: plot_dynamics(store, rows, out / "dynamics.png"),
+            lambda: plot_gap(store, rows, out / "generalization_gap.png"),
+        ]
+    )
     section = "\n## Final metrics (median over seeds)\n\n```\n" + metrics_table(rows) + "\n```\n\n"
     section += "".join(f"![{p.stem}]({p.name})\n" for p in paths)
     return paths, section
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=cli.prog("report"), description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True, help="a run's workdir (holds config.json)")
     args = parser.parse_args(argv)
     if not (Path(args.workdir) / "config.json").exists():
@@ -266,5 +284,10 @@ def main(argv: list[str] | None = None) -> list[Path]:
     return written
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The `jaxcap-report` console script (main's list of paths would be read as an exit code)."""
     main()
+
+
+if __name__ == "__main__":
+    console()

@@ -21,7 +21,7 @@ import ml_collections
 import numpy as np
 from tqdm import tqdm
 
-from jaxcap import sharding, summary
+from jaxcap import sharding, summary, writers
 from jaxcap.checkpoint import PopulationCheckpoints, latest_cursor
 from jaxcap.config import validate
 from jaxcap.models import param_count
@@ -247,6 +247,7 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor["step"] // settings.chunk_steps
+    levels = [writers.level_name(m.knobs) for m in members]
     clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
         first = not clock.count["compile"]  # the first chunk and eval compile their programs
@@ -266,6 +267,7 @@ def train_bucket(
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         with clock("store"):
             store.append_evals(bucket.name, step, host)
+            writers.active().write_eval(bucket.name, step, host, levels)  # TensorBoard / W&B, if on
         if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
             with clock("checkpoint"):
                 ckpts.save(step, state, cursor)
@@ -362,7 +364,8 @@ def run(config: ml_collections.ConfigDict, workdir: str):
         cache = config.runtime.compilation_cache
         enable_compilation_cache(None if cache == "default" else cache)
     store = Store(workdir)  # the first write into the workdir: after every check above
-    with store.writer():  # one process writes a workdir at a time
+    # one process writes a workdir at a time; metric writers (jaxcap.writers) are off by default
+    with store.writer(), writers.tracking(config.runtime, store.root, config.to_dict()):
         store.write_config(identity(config))
         print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
         if config.note:

@@ -1,8 +1,8 @@
 """The results store of one workdir (DESIGN.md "Results store").
 
 config.json is written first; evals.jsonl is append-only (one row per member per eval);
-curves.zarr holds the same numbers densely as one TensorStore zarr3 array per bucket,
-[member, eval, metric]; members.jsonl is rewritten atomically (temp file + rename) whenever a
+curves.zarr holds the same numbers densely, one xarray-readable zarr v3 group per bucket
+(jaxcap.curves); members.jsonl is rewritten atomically (temp file + rename) whenever a
 bucket finishes. On resume everything past the last checkpoint is cut back, so a kill at any
 moment loses at most the chunk in flight.
 
@@ -27,7 +27,8 @@ from typing import Any
 
 import jax
 import numpy as np
-import tensorstore as ts
+
+from jaxcap.curves import Curves, write_atomic
 
 
 def clean(value: Any) -> Any:
@@ -43,12 +44,6 @@ def clean(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return float(value) if math.isfinite(value) else None
     return value
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 _warned: set[tuple[str, int, str]] = set()
@@ -245,9 +240,7 @@ class Store:
         kept = [r for r in rows if r["bucket"] != bucket or r["step"] in keep_steps]
         # Always rewrite: this also moves a line torn by a kill in the middle of an append.
         rewrite_jsonl(self.evals_path, kept, torn)
-        array = self._open_curve(bucket)
-        if array is not None and array.shape[1] > n_evals:
-            array.resize(exclusive_max=[array.shape[0], n_evals, array.shape[2]]).result()
+        Curves(self.curves_path).truncate(bucket, n_evals)
 
     def check_tables(self, bucket: str, n_members: int, cursor: dict | None) -> None:
         """Say so when a bucket's tables hold fewer rows than its checkpoint's `cursor` recorded."""
@@ -266,36 +259,9 @@ class Store:
                 )
 
     # curves --------------------------------------------------------------------------------
-    def _curve_spec(self, bucket: str) -> dict:
-        return {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(self.curves_path / bucket)}}
-
-    def _open_curve(self, bucket: str):
-        if not (self.curves_path / bucket).exists():
-            return None
-        return ts.open(self._curve_spec(bucket), open=True).result()
-
     def _append_curve(self, bucket: str, step: int, names: list[str], table: np.ndarray) -> None:
-        columns = ["step", *names]
-        block = np.concatenate([np.full((table.shape[0], 1), step, np.float64), table], axis=1)
-        array = self._open_curve(bucket)
-        if array is None:
-            spec = self._curve_spec(bucket)
-            spec["metadata"] = {"attributes": {"metrics": columns}}
-            array = ts.open(
-                spec,
-                create=True,
-                dtype=ts.float32,
-                shape=[table.shape[0], 0, len(columns)],
-                chunk_layout=ts.ChunkLayout(write_chunk_shape=[table.shape[0], 64, len(columns)]),
-            ).result()
-        n = array.shape[1]
-        array = array.resize(exclusive_max=[table.shape[0], n + 1, len(columns)]).result()
-        array[:, n : n + 1, :].write(block[:, None, :].astype(np.float32)).result()
+        Curves(self.curves_path).append(bucket, step, names, table)
 
     def curves(self, bucket: str) -> tuple[list[str], np.ndarray]:
         """(metric names, array [member, eval, metric]) of a bucket; names[0] is 'step'."""
-        array = self._open_curve(bucket)
-        if array is None:
-            return [], np.zeros((0, 0, 0), np.float32)
-        names = array.spec().to_json()["metadata"]["attributes"]["metrics"]
-        return names, array.read().result()
+        return Curves(self.curves_path).read(bucket)

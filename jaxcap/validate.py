@@ -10,6 +10,7 @@ Tasks contribute the schema of their own section (`Task.SCHEMA`) and cross-field
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 from typing import Any
 
@@ -138,7 +139,14 @@ def check_sizes(config, task) -> None:
 
 
 def check_runtime(runtime) -> None:
-    """The processes of one run: a coordinator to join them, and ids below their count."""
+    """The processes of one run: a coordinator to join them, and ids below their count; the
+    package of each enabled metric writer (jaxcap.writers), which the core install leaves out."""
+    for field, module, extra in (("tensorboard", "tensorboardX", "tracking"), ("wandb", "wandb", "wandb")):
+        if runtime.get(field) and importlib.util.find_spec(module) is None:
+            raise ConfigError(
+                f"config.runtime.{field}: got {runtime.get(field)!r} but {module} is not installed; "
+                f"allowed: pip install 'jaxcap[{extra}]', or leave it off"
+            )
     if runtime.coordinator == "auto":  # the cluster assigns them
         return
     if runtime.process_id >= runtime.num_processes:

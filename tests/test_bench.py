@@ -13,16 +13,20 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--models", "small", "--steps", "2", "--repeats", "1", "--trials", "1"]
 
 
-def _bench(*args, devices=1) -> dict:
+def _bench(*args, devices=1, stderr=None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_NUM_CPU_DEVICES": str(devices)}
     cmd = [sys.executable, "-m", "jaxcap.bench", *TINY, *args]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
+    if stderr is not None:
+        stderr.append(out.stderr)
     return json.loads(out.stdout)
 
 
 def test_population_vs_one_after_another_json():
-    report = _bench("--sizes", "1,2")
+    stderr = []
+    report = _bench("--sizes", "1,2", stderr=stderr)
+    assert "bench: 100%" in stderr[0] and "2/2" in stderr[0]  # the bar over model x size
     rows = report["results"]
     assert [r["P"] for r in rows] == [1, 2] and report["compute_dtype"] == "float32"
     for r in rows:

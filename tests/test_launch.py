@@ -96,20 +96,6 @@ def test_bad_config_is_one_line_before_compiling(tmp_path, override, message):
     assert not (tmp_path / "w").exists()
 
 
-def test_inspect_notebook_runs_on_a_smoke_workdir(smoke_run, monkeypatch):
-    """The notebook only reads results: execute its code cells against a smoke run."""
-    monkeypatch.setenv("JAXCAP_WORKDIR", str(smoke_run[0]))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    notebook = json.loads((ROOT / "notebooks" / "inspect_run.ipynb").read_text())
-    namespace = {}
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            exec("".join(cell["source"]), namespace)  # noqa: S102
-    assert len(namespace["rows"]) == 6 and namespace["curves"].shape[:2] == (6, 4)
-
-
 def test_buckets_from_the_command_line(tmp_path):
     out = launch(
         *SMOKE, "--config.sweep.buckets=('model.n_layers=1','model.n_layers=2')", "--workdir", str(tmp_path)

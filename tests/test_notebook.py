@@ -1,6 +1,8 @@
-"""notebooks/quickstart.ipynb: stored clean, and executed top to bottom on CPU by a kernel of this
-interpreter (the install cell skips itself, the configs come from this checkout): a smoke-sized
-calibration through library calls, its tables printed, its figures displayed, a prediction made."""
+"""The notebooks, stored clean and executed top to bottom on CPU by a kernel of this interpreter
+(the install cell skips itself, the configs come from this checkout). quickstart: a smoke-sized
+calibration through library calls, its tables printed, its figures displayed, a prediction made;
+it asks for no special runtime and installs only jaxcap. inspect_run: reads a smoke run's workdir
+found from the repository, every bucket it holds, and refuses (without creating it) a missing one."""
 
 import sys
 from pathlib import Path
@@ -11,31 +13,80 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 kernelspec = pytest.importorskip("ipykernel.kernelspec")
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
 QUICKSTART = NOTEBOOKS / "quickstart.ipynb"
+INSPECT = NOTEBOOKS / "inspect_run.ipynb"
 
 
-def test_quickstart_is_stored_valid_and_without_outputs():
-    notebook = nbformat.read(QUICKSTART, as_version=4)
+@pytest.mark.parametrize("path", [QUICKSTART, INSPECT], ids=lambda p: p.stem)
+def test_notebook_is_stored_valid_and_without_outputs(path):
+    notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code and all(not cell.outputs and cell.execution_count is None for cell in code)
+    assert "accelerator" not in notebook.metadata  # no special runtime requested
+    assert "colab-badge.svg" in notebook.cells[0].source
+    install = code[0].source
+    assert 'REPO_URL = ""' in install and "JAXCAP_REPO" in install and "-e {CHECKOUT}" in install
+    assert "[domains]" not in install  # installs only what it uses
 
 
-@pytest.mark.slow
-def test_quickstart_runs_a_smoke_calibration(tmp_path, monkeypatch):
+def _client(notebook, tmp_path, monkeypatch):
+    """A client whose "python3" kernel is this interpreter, importing jaxcap from this checkout."""
     # "python3" must start this interpreter, whatever other kernelspecs the machine has:
     # JUPYTER_PATH comes first in the kernelspec search
     kernelspec.write_kernel_spec(tmp_path / "jupyter" / "kernels" / "python3")
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    return nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
+
+
+def _text(notebook, cell_id: str) -> str:
+    (cell,) = [c for c in notebook.cells if c.id == cell_id]
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@pytest.fixture(scope="module")
+def modmod_smoke(tmp_path_factory):
+    from jaxcap.config import load_config
+    from jaxcap.run import run
+
+    workdir = tmp_path_factory.mktemp("modmod")
+    config = load_config(f"{ROOT / 'configs' / 'modmod.py'}:smoke")
+    config.runtime.progress = False
+    run(config, str(workdir))
+    return workdir
+
+
+def test_inspect_run_reads_every_bucket_of_a_run(modmod_smoke, tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXCAP_WORKDIR", str(modmod_smoke))
+    notebook = nbformat.read(INSPECT, as_version=4)
+    _client(notebook, tmp_path, monkeypatch).execute()
+    assert "buckets: b0" in _text(notebook, "table") and "modulus" in _text(notebook, "table")
+    (curves,) = [c for c in notebook.cells if c.id == "curves"]
+    assert sum("image/png" in o.get("data", {}) for o in curves.outputs) == 1  # one figure per bucket
+
+
+def test_inspect_run_refuses_a_missing_workdir_without_creating_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXCAP_WORKDIR", "runs/does-not-exist")  # relative: from the repository
+    notebook = nbformat.read(INSPECT, as_version=4)
+    with pytest.raises(nbclient.exceptions.CellExecutionError, match="no jaxcap run in .*does-not-exist"):
+        _client(notebook, tmp_path, monkeypatch).execute()
+    assert not (ROOT / "runs" / "does-not-exist").exists() and not (NOTEBOOKS / "runs").exists()
+
+
+@pytest.mark.slow
+def test_quickstart_runs_a_smoke_calibration(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXCAP_NOTEBOOK_WORKDIR", str(tmp_path / "run"))
     # JAXCAP_CACHE (the shared compilation cache) is set by conftest.py; the kernel inherits it
     notebook = nbformat.read(QUICKSTART, as_version=4)
-    client = nbclient.NotebookClient(
-        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
-    )
-    client.execute()  # raises CellExecutionError naming the cell if any cell fails
+    _client(
+        notebook, tmp_path, monkeypatch
+    ).execute()  # raises CellExecutionError naming the cell if any cell fails
 
     outputs = {cell.id: cell.outputs for cell in notebook.cells if cell.cell_type == "code"}
     assert not [o for outs in outputs.values() for o in outs if o.output_type == "error"]
@@ -46,7 +97,7 @@ def test_quickstart_runs_a_smoke_calibration(tmp_path, monkeypatch):
     assert "families: modulo, random_labels" in text("config")
     assert "platform: cpu" in text("devices") and f"Python {sys.version.split()[0]}" in text("devices")
     assert "effective capacity C (bits of random_labels" in text("run")
-    assert "modulus bits median" in text("run")  # the per-level table of a family
+    assert "modulus bits" in text("run") and "median" in text("run")  # the per-level table of a family
     (table,) = [o.data["text/markdown"] for o in outputs["report"] if o.output_type == "display_data"]
     assert "## Effective capacity C per architecture" in table and "| architecture |" in table
     assert "![" not in table  # figure links would not resolve from the notebook's folder

@@ -82,3 +82,13 @@ def test_cli_refuses_a_directory_without_a_run(tmp_path):
 def test_complexity_column_is_readable_for_corpus_sized_bits():
     assert fmt_bits(12.3456) == "12.35" and fmt_bits(9999.0) == "9999.00"
     assert fmt_bits(8932992.0) == "8,932,992"  # Shakespeare's text size x log2 97
+
+
+def test_report_rebuilds_show_a_bar_only_when_slow(capsys, monkeypatch, tmp_path):
+    from jaxcap import report
+
+    paths = report.draw([lambda: tmp_path / "a.png", lambda: tmp_path / "b.png"])
+    assert paths == [tmp_path / "a.png", tmp_path / "b.png"] and capsys.readouterr().err == ""
+    monkeypatch.setattr(report, "BAR_DELAY_S", 0.0)  # as if the rebuild had taken 5 s
+    report.draw([lambda: tmp_path / "a.png"])
+    assert "report: 100%" in capsys.readouterr().err

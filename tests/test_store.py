@@ -194,3 +194,26 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_newest_intact_one(tmp_pat
         path.write_text("{")
     with pytest.raises(CheckpointError, match=r"no checkpoint restores \(step 20 \(JSONDecodeError"):
         PopulationCheckpoints(tmp_path / "b0").restore(STATE)
+
+
+def test_curves_open_in_xarray_and_zarr(tmp_path):
+    """curves.zarr is a zarr v3 store that xarray reads with named dims and coordinates, and
+    that zarr-python lists from the root (consolidated metadata: no warning)."""
+    import warnings
+
+    xr = pytest.importorskip("xarray")
+    zarr = pytest.importorskip("zarr")
+    store = Store(tmp_path)
+    for step in (10, 20, 30):
+        store.append_evals("b0", step, {"val_accuracy": np.array([0.1, step / 100]), "loss": np.ones(2)})
+    store.append_evals("b1", 10, {"loss": np.zeros(3)})
+    store.truncate("b0", 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        ds = xr.open_zarr(store.curves_path, group="b0")
+    assert ds.curves.dims == ("member", "eval", "metric")
+    assert list(ds.metric.values) == ["val_accuracy", "loss"]
+    assert list(ds.member.values) == [0, 1] and list(ds.step.values) == [10, 20]
+    np.testing.assert_allclose(ds.curves.sel(metric="val_accuracy", member=1), [0.1, 0.2])
+    assert sorted(zarr.open_group(store.curves_path, mode="r").group_keys()) == ["b0", "b1"]
+    assert xr.open_zarr(store.curves_path, group="b1", consolidated=False).curves.shape == (3, 1, 1)

@@ -1,0 +1,104 @@
+"""The command line: `--help` answers for every entry point without other flags, the console
+scripts point at callables, a stray positional argument or a bad --sizes is a one-line error,
+and the HPO report's history and importance figures are drawn by optuna.visualization."""
+
+import importlib
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+
+
+def cli(module, *args):
+    return subprocess.run(
+        [sys.executable, "-m", f"jaxcap.{module}", *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        ("launch", "--workdir"),
+        ("report", "usage: python -m jaxcap.report"),
+        ("bench", "--sizes"),
+        ("predict", "--posterior"),
+    ],
+)
+def test_help_works_without_other_flags(module, expected):
+    out = cli(module, "--help")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert expected in out.stdout and "Traceback" not in out.stderr
+    assert "--verbosity" not in out.stdout  # the program's own flags, not absl's
+
+
+def test_console_scripts_point_at_callables():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) == {"jaxcap-launch", "jaxcap-report", "jaxcap-predict", "jaxcap-bench"}
+    for target in scripts.values():
+        module, _, name = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), name)), target
+
+
+@pytest.mark.parametrize(
+    "module, args, message",
+    [
+        (
+            "launch",
+            ["--config", "configs/modmod.py:smoke", "extra"],
+            "usage error: unexpected argument 'extra'",
+        ),
+        ("bench", ["extra"], "usage error: unexpected argument 'extra'"),
+        (
+            "bench",
+            ["--sizes", "0", "--models", "small"],
+            "usage error: --sizes: got '0'; allowed: integers >= 1",
+        ),
+        ("report", ["--workdir", ".", "extra"], "unrecognized arguments: extra"),
+    ],
+)
+def test_stray_arguments_are_one_line_errors(module, args, message):
+    out = cli(module, *args)
+    assert out.returncode != 0 and message in out.stderr, out.stderr[-2000:]
+    assert (
+        "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) <= 3
+    )  # argparse: usage + line
+
+
+def test_hpo_figures_come_from_optuna(tmp_path, monkeypatch):
+    import optuna
+    from optuna.visualization import matplotlib as optuna_plots
+
+    from jaxcap import hpo_report
+
+    called = []
+    for name in ("plot_optimization_history", "plot_param_importances"):
+        original = getattr(optuna_plots, name)
+        monkeypatch.setattr(
+            optuna_plots, name, lambda *a, _f=original, _n=name, **k: called.append(_n) or _f(*a, **k)
+        )
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    studies = []
+    for level in (5, 10):
+        study = optuna.create_study(study_name=f"modulo/modulus={level}", direction="maximize")
+        study.optimize(
+            lambda t: -((t.suggest_float("lr", 0, 1) - 0.3) ** 2) + 0.01 * t.suggest_float("wd", 0, 1), 8
+        )
+        studies.append(study)
+    history = hpo_report.plot_history([], studies, tmp_path / "hpo_history.png")
+    importance = hpo_report.plot_importances_per_study(studies, tmp_path)
+    assert history.exists() and [p.name for p in importance] == [
+        "hpo_importance_modulo_modulus=5.png",
+        "hpo_importance_modulo_modulus=10.png",
+    ]
+    assert called == ["plot_optimization_history", "plot_param_importances", "plot_param_importances"]
