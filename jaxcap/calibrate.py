@@ -20,7 +20,7 @@ are bucket-style `section.field=value` changes for this family only (e.g. "train
 Model, hparams, train, seeds and hparam grid come from the top-level config.
 
 The level search is the seam for hyperparameter optimisation: `SEARCHES[config.calibrate.search]`
-trains one family's workdir. "grid" is `jaxcap.run.train_all` (every member of the hparam grid);
+trains one family's workdir. "grid" is `jaxcap.population_exp.train_all` (every member of the hparam grid);
 "optuna" is `jaxcap.sweep.hpo_experiment`: one Optuna study per level over `config.search`
 with the `config.study` settings (configs/calibrate.py:hpo), writing best_trials.jsonl, which
 `meta_data` prefers. The hpo experiment makes its own buckets from the search space, so a family
@@ -41,7 +41,7 @@ import ml_collections
 from jaxcap import config as config_lib
 from jaxcap import meta_data, meta_fit, meta_report, meta_summary, meta_validate, metamodel, tasks
 from jaxcap.plan import bucket_configs, parse_overrides
-from jaxcap.run import identity, population_experiment
+from jaxcap.population_exp import identity, population_experiment
 from jaxcap.search_space import add_study
 from jaxcap.store import Store, clean, write_atomic
 from jaxcap.validate import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
@@ -177,6 +177,11 @@ def family_configs(config: ml_collections.ConfigDict) -> dict[str, list]:
             ) from None
         out[name] = runs
     return out
+
+
+def setup(config: ml_collections.ConfigDict) -> None:
+    """Before JAX starts: one CPU device per NUTS chain, so the chains run in parallel."""
+    meta_fit.reserve_chain_devices(config.calibrate.nuts.chains)
 
 
 def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dict:

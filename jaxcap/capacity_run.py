@@ -35,7 +35,7 @@ from jaxcap.checkpoint import PopulationCheckpoints
 from jaxcap.models import param_count
 from jaxcap.plan import Bucket, bucket_configs, plan
 from jaxcap.population import stack
-from jaxcap.run import population_program, train_bucket
+from jaxcap.loop import population_program, train_bucket
 from jaxcap.runtime import numerics
 from jaxcap.store import Store, clean, read_jsonl, write_atomic
 from jaxcap.tasks.random_data import RandomData

@@ -16,10 +16,10 @@ from jaxcap import tasks
 from jaxcap import validate as checks
 from jaxcap.models import config as model_config
 from jaxcap.population import DEFAULT_HPARAMS, HPARAM_NAMES
+from jaxcap.registry import EXPERIMENTS, resolve
 from jaxcap.runtime import MATMUL_PRECISIONS
 from jaxcap.validate import Bool, Choice, ConfigError, Float, Int, Str, TupleOf, check_tree
 
-EXPERIMENTS = ("population", "hpo", "capacity", "calibrate", "enhance")
 
 HPARAM_RULES = {
     "learning_rate": Float(0.0),
@@ -205,20 +205,14 @@ def schema(config) -> dict:
             "process_id": Int(0),
         },
     }
-    if config.get("experiment") == "hpo" or "study" in config:  # Optuna studies (jaxcap.sweep)
-        from jaxcap.search_space import STUDY_SCHEMA, SearchSpace
-
-        if "study" not in config or "search" not in config:
-            raise ConfigError("config.study: missing; hpo configs add it with jaxcap.search_space.add_study")
-        out.update(study=dict(STUDY_SCHEMA), search=SearchSpace())
-    if config.get("experiment") == "capacity" or "capacity" in config:  # jaxcap/capacity_run.py
-        from jaxcap.capacity import SCHEMA as CAPACITY_SCHEMA
-
-        out["capacity"] = dict(CAPACITY_SCHEMA)
-    if config.get("experiment") == "calibrate" or "calibrate" in config:  # jaxcap/calibrate.py
-        from jaxcap.calibrate import SCHEMA as CALIBRATE_SCHEMA
-
-        out["calibrate"] = dict(CALIBRATE_SCHEMA)
+    for name, experiment in EXPERIMENTS.items():  # the sections an experiment owns (jaxcap.registry)
+        for section, schema in experiment.sections:
+            if config.get("experiment") == name or section in config:
+                if section == "study" and ("study" not in config or "search" not in config):
+                    raise ConfigError("config.study: missing; hpo configs add it with jaxcap.search_space.add_study")
+                out[section] = dict(resolve(schema))
+                if section == "study":
+                    out["search"] = resolve("jaxcap.search_space:SearchSpace")()
     return out
 
 

@@ -286,7 +286,7 @@ def hpo_report(store: Store) -> list[Path]:
     levels, studies = summarize(store)
     write_best_trials(store, levels)
     store.report_path.mkdir(exist_ok=True)
-    from jaxcap.report import draw  # the bar shown when a rebuild takes more than 5 s
+    from jaxcap.report_figures import draw  # the bar shown when a rebuild takes more than 5 s
 
     out = store.report_path
     figures = draw(

@@ -86,10 +86,6 @@ def default_workdir(argv: list[str]) -> Path:
 
 
 def main(argv: list[str]) -> None:
-    if "calibrate" in _CONFIG.value:  # before JAX starts: one CPU device per NUTS chain
-        from jaxcap.meta_fit import reserve_chain_devices
-
-        reserve_chain_devices(_CONFIG.value.calibrate.nuts.chains)
     from jaxcap.run import run  # after flag parsing: importing JAX is slow
 
     if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:
@@ -110,7 +106,7 @@ def main(argv: list[str]) -> None:
 def one_line(error: Exception) -> str | None:
     """The one-line message of an input problem; None for anything else (a bug keeps its traceback)."""
     from jaxcap.checkpoint import CheckpointError
-    from jaxcap.run import AllDiverged
+    from jaxcap.loop import AllDiverged
     from jaxcap.store import WorkdirError
 
     kinds = {

@@ -30,7 +30,7 @@ from jaxcap import rounds, tasks
 from jaxcap import study as study_lib
 from jaxcap.plan import Bucket, model_config, train_settings
 from jaxcap.population import Member
-from jaxcap.run import train_bucket
+from jaxcap.loop import train_bucket
 from jaxcap.runtime import numerics
 from jaxcap.search_space import parse_space, suggest
 from jaxcap.store import Store

@@ -21,7 +21,8 @@ from test_store import HOLD
 from jaxcap.checkpoint import PopulationCheckpoints
 from jaxcap.config import load_config
 from jaxcap.launch import one_line
-from jaxcap.run import identity, run
+from jaxcap.population_exp import identity
+from jaxcap.run import run
 from jaxcap.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -282,12 +282,12 @@ def test_capacity_smoke_end_to_end_then_report_and_resume(smoke):
         "bits_per_param.png",
     ):
         assert (workdir / "report" / name).exists(), name
-    from jaxcap.experiments import EXPERIMENTS
+    from jaxcap.registry import EXPERIMENTS, resolve
     from jaxcap.store import Store
 
     text = (workdir / "report" / "report.md").read_text()
     (workdir / "report" / "report.md").unlink()
-    written = EXPERIMENTS["capacity"].report(Store(workdir))
+    written = resolve(EXPERIMENTS["capacity"].report)(Store(workdir))
     assert (workdir / "report" / "report.md") in written
     assert (workdir / "report" / "report.md").read_text() == text  # rebuilt from the workdir alone
     lower = saturated_capacity(workdir, "model.d_model=16")  # 100 exposures: still gaining

@@ -185,7 +185,8 @@ def straight_population(tmp_path_factory):
 
 
 def _population_phases():
-    from jaxcap import checkpoint, report, store
+    from jaxcap import checkpoint, store
+    from jaxcap import report_figures as report
 
     return {
         "config written": (store.Store, "write_config", 1),

@@ -4,7 +4,7 @@ import pytest
 
 from jaxcap import config as config_lib
 from jaxcap.config import base_config, validate
-from jaxcap.experiments import EXPERIMENTS
+from jaxcap.registry import EXPERIMENTS, resolve
 from jaxcap.plan import bucket_configs, parse_overrides, plan
 from jaxcap.validate import ConfigError
 
@@ -19,8 +19,13 @@ def _config(*buckets):
     return c
 
 
-def test_registry_matches_the_config_choices():
-    assert set(EXPERIMENTS) == set(config_lib.EXPERIMENTS)
+def test_every_registered_name_resolves():
+    """The registry holds dotted names (imported on use): each must point at what it says."""
+    for name, experiment in EXPERIMENTS.items():
+        assert callable(resolve(experiment.run)) and callable(resolve(experiment.report)), name
+        for section, schema in experiment.sections:
+            assert isinstance(resolve(schema), dict), (name, section)
+        assert not experiment.setup or callable(resolve(experiment.setup)), name
 
 
 def test_parse_overrides():
