@@ -6,7 +6,7 @@
     python -m jaxcap.launch --config configs/ablate.py:hpo       # the same with HPO on (Optuna per level)
 
 The same experiment as configs/enhance.py (one meta-model fit, C_variant / C_baseline with 90%
-intervals; jaxcap/enhance.py) over ablations: one vs two layers (associative recall is where
+intervals; jaxcap/experiments/enhance/run.py) over ablations: one vs two layers (associative recall is where
 theory predicts one layer fails: Olsson et al. 2022, Sanford et al. 2023), attention-only
 blocks, positional encodings, precision (bfloat16 and float64 against float32) and k-bit
 quantization-aware training (k = 2, 4, 8: does capacity follow the precision term of
@@ -18,14 +18,14 @@ parameter (random labels), report/precision_curve.png (multiplier against 2 ... 
 weight, with the line the precision term predicts) and the one-vs-two-layer table per family.
 HPO on vs off: `:hpo` (`:hpo_smoke` for a test) tunes learning rate, weight decay and warmup
 with one Optuna study per level and variant instead of the fixed setting; compare its
-enhance.md with the default run's (jaxcap/enhance_variants.py). `:hpo` costs about 8x the
+enhance.md with the default run's (jaxcap/experiments/enhance/variants.py). `:hpo` costs about 8x the
 default (≈ 4 h on the 2-core CPU); with 2 variants and 4 trials per level (18 min) the tuned C was
 1.90x [0.78, 4.69] the untuned one: no evidence of change.
 """
 
-from jaxcap.config import parse_arg
-from jaxcap.enhance import enhance_config, memorization_family
-from jaxcap.enhance_variants import with_hpo
+from jaxcap.config.base import parse_arg
+from jaxcap.experiments.enhance.run import enhance_config, memorization_family
+from jaxcap.experiments.enhance.variants import with_hpo
 
 VARIANTS = (
     "",  # the baseline: 2 layers, float32
@@ -39,7 +39,7 @@ VARIANTS = (
     "model.qat_bits=8",
 )
 FULL_ONLY = ("model.compute_dtype=float16,train.loss_scale=1024.0",)
-# the smoke model has one layer (jaxcap/enhance.py), so its layer ablation adds the second;
+# the smoke model has one layer (jaxcap/experiments/enhance/run.py), so its layer ablation adds the second;
 # 4-bit QAT gives the precision curve its second point
 SMOKE = ("", "model.n_layers=2", "model.qat_bits=4")
 

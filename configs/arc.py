@@ -1,4 +1,4 @@
-"""ARC-like grid puzzles (jaxcap/tasks/arc.py): which rules does a small causal Transformer infer?
+"""ARC-like grid puzzles (jaxcap/tasks/arc/task.py): which rules does a small causal Transformer infer?
 
     python -m jaxcap.launch --config configs/arc.py          # 2-core CPU: minutes
     python -m jaxcap.launch --config configs/arc.py:smoke    # seconds; used by the tests
@@ -14,13 +14,13 @@ read as one causal sequence and scored on the test output's cells (`val_exact`: 
 right, the success metric; `val_accuracy`: per cell). Complexity: 9 log2 4 = 18 bits of grid
 plus the bits inferred per puzzle (see the task's docstring).
 
-`:objects` trains the object families (jaxcap/tasks/arc_objects.py, levels 15-20: flood fill of
+`:objects` trains the object families (jaxcap/tasks/arc/objects.py, levels 15-20: flood fill of
 enclosed regions, symmetry completion, object counting; fixed, then with the paint colour or
 mirror axis inferred) on 4 x 4 grids, same model and steps. Measured (2-core CPU, shared, load
 4-7): 5.1 min wall, 4.8 CPU-min; val exact fill 1.000 (9.5 bits, learned), fill? 0.863,
 symmetry 0.777, symmetry? 0.496, count 0.312 (chance 0.25), count? 0.293; per cell >= 0.95.
 
-`:shapes` trains the shape-changing levels (jaxcap/tasks/arc_shapes.py; 21 tile 2 x 2, 22
+`:shapes` trains the shape-changing levels (jaxcap/tasks/arc/shapes.py; 21 tile 2 x 2, 22
 upscale x 2, 23 mirror quad, 24 crop, 25 tile?, 27 mirror?, 28 shape?, 29 shape?+recolour?; 26
 upscale? is left out, its x 3 outputs would need a 9 x 9 canvas) on 3 x 3 grids with a 6 x 6
 output canvas: 166-token sequences, the test output's 36 cells all scored (outside its shape:
@@ -48,9 +48,9 @@ learned (0.992; 26.98 bits), gravity? reaches 0.62, flip? 0.055 (14.6 min wall).
 (per cell 0.590 = all-background; copying the input would give 0.736) and 0/16 on R-anchor.
 """
 
-from jaxcap.config import base_config, parse_arg
-from jaxcap.tasks.arc import FAMILIES, LEVELS
-from jaxcap.tasks.arc_levels import SHAPE_LEVELS
+from jaxcap.config.base import base_config, parse_arg
+from jaxcap.tasks.arc.levels import SHAPE_LEVELS
+from jaxcap.tasks.arc.task import FAMILIES, LEVELS
 
 LADDER = tuple(i for i, (_, family, _, _) in enumerate(LEVELS) if family in FAMILIES)  # levels 0-14
 OBJECTS = tuple(i for i in range(len(LEVELS)) if i not in LADDER + SHAPE_LEVELS)  # fill, symmetry, count

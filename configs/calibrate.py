@@ -8,7 +8,7 @@
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
-jaxcap/calibrate.py): a new task family plugs in as one more entry. Each family trains as its
+jaxcap/experiments/calibrate/run.py): a new task family plugs in as one more entry. Each family trains as its
 own population run in `<workdir>/families/<name>/` (grid over levels x seeds x the hparam grid,
 the best hparam setting per level kept), then the meta-model
 logit P(success) = κ_f (log C − log θ_f − δ_level − log bits) is fitted by NUTS with
@@ -24,8 +24,8 @@ levels Brier 0.148 (baselines 0.211, 0.225), AUC 0.825; held-out families Brier 
 the default size).
 """
 
-from jaxcap.config import base_config, parse_arg
-from jaxcap.search_space import add_level_search
+from jaxcap.config.base import base_config, parse_arg
+from jaxcap.config.search_space import add_level_search
 
 MODULI = (2, 4, 5, 8, 10, 16, 20, 25, 40, 50, 80, 100, 160, 200, 400, 625)  # divisors of 10^4
 DATASET_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)

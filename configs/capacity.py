@@ -12,7 +12,7 @@ of four architectures (`sweep.buckets`, 1.2k to 8k parameters) the sizes n whose
 are 1, 2 and 4 times its parameter count train, each as one population of 3 seeds (lr 1e-2, the
 best of 3e-3 / 1e-2 / 3e-2 in a pilot), to 1,000 exposures per item (steps x 32 / n; all sizes of
 an architecture share one compile); bits stored are read at 10, 20, 50, 100, 200, 500 and 1,000
-exposures (jaxcap/capacity_curve.py). report/ has bits per parameter per exposure budget with
+exposures (jaxcap/experiments/capacity/curve.py). report/ has bits per parameter per exposure budget with
 seed ranges and the plateau verdict (a capacity only if C gained <= 5 % over the last doubling
 of exposures and the sizes plateaued), exposure_curve.png, C_mem per architecture, the slope
 across architectures, both budgets and the power-law and Härmä et al. fits.
@@ -25,7 +25,7 @@ curve still gains 9-17 % over 500 -> 1,000 exposures: all four C_mem are lower b
 accelerator) was written and validated (`capacity_run.check`) but has not been run.
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 ARCHITECTURES = (  # the base model is 1 layer, d_model 16, 2 heads x 8, d_ff 64
     "model.d_model=8,model.n_heads=1,model.d_ff=32,train.chunk_steps=20",  # short chunks: small n

@@ -22,7 +22,7 @@ per token); out of length nothing transfers: val_long exact 0.06 for L = 2 and ~
 val_long per-token accuracy 0.28-0.47.
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 
 def get_config(arg=None):

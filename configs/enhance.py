@@ -7,7 +7,7 @@
 
 Every variant (a model switch of jaxcap/models/, as a bucket-style override) trains the same
 families, levels, seeds and steps as the baseline; one meta-model fit gives C per variant and
-C_variant / C_baseline with 90% intervals (jaxcap/enhance.py). Writes the calibrate report plus
+C_variant / C_baseline with 90% intervals (jaxcap/experiments/enhance/run.py). Writes the calibrate report plus
 report/enhance.md (multipliers next to parameters and FLOPs, verdicts: "no evidence of change"
 when the interval contains 1, a target 1.5x / 5x / 10x reached only when the interval's lower
 end is above it) and report/multipliers.png (forest plot). Dropout, weight decay and other
@@ -15,7 +15,7 @@ training-side variants are not variants here (they are hparams: tune them with
 calibrate.search='optuna', which gives every variant its own studies).
 
 `:combos` runs the baseline, the BEST single variants and every combination of two and of all
-three (override strings joined with commas, checked by `jaxcap.enhance_variants.combine`: model
+three (override strings joined with commas, checked by `jaxcap.experiments.enhance.variants.combine`: model
 fields only once each), 8 variants in one fit: the multiplier of a combination next to those of
 its parts shows whether gains compose (2-core CPU: 16 min; rotary + RMSNorm 1.64x [1.24, 2.83]
 is the highest median, rotary alone 1.24x [1.03, 1.71]; none reaches 1.5x with 90% credibility).
@@ -23,12 +23,12 @@ Any other list is one override away, e.g.
     --config.calibrate.architectures="('', 'model.pos_encoding=rotary,model.norm_type=rms')"
 The report adds memorized bits and bits per parameter per variant (from the random-label runs),
 the precision curve when the variants hold two precisions (here float32 and 4-bit QAT), and the
-per-family breakdown (jaxcap/enhance_sections.py).
+per-family breakdown (jaxcap/experiments/enhance/sections.py).
 """
 
-from jaxcap.config import parse_arg
-from jaxcap.enhance import enhance_config, memorization_family
-from jaxcap.enhance_variants import with_combinations
+from jaxcap.config.base import parse_arg
+from jaxcap.experiments.enhance.run import enhance_config, memorization_family
+from jaxcap.experiments.enhance.variants import with_combinations
 
 VARIANTS = (
     "",  # the baseline: 2 layers, pre-LN LayerNorm, sinusoidal positions, float32

@@ -22,7 +22,7 @@ time went (eval 1-4%, checkpoints under 1%). Steps to 0.99 val accuracy (table c
 accuracy 1.0 by step 200) but does not reach 0.99 val accuracy in 2,500 steps (0.91 and 0.10).
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 OPERATIONS = ("add", "sub", "mul", "div", "perm")
 

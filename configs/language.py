@@ -38,7 +38,7 @@ romances (val_ood). `:hmm` (load 4-5) 380 s wall: every K learned, excess 0.002-
 `'--config.sweep.task.states=(32,64)'` (181 s) still 0.034-0.036 at K = 64 (17k bits).
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 VARIANTS = ("smoke", "full", "pcfg", "pcfg_smoke", "pcfg_full", "shakespeare", "shakespeare_smoke")
 VARIANTS += ("shakespeare_full", "hmm", "hmm_smoke", "hmm_full")

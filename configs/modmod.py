@@ -16,7 +16,7 @@ val accuracy 1.000 on both seeds; N = 80 reaches 0.77 / 1.00; N = 160 ~0.29, 320
 10^k only need the last k digits, the others need every digit.
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 SEED_MODULI = (5, 10, 20, 40, 80, 160, 320, 640)
 PRIMES = (7, 13, 31, 97)

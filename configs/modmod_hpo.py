@@ -25,8 +25,8 @@ accuracy, baseline -> best trial (mean of 2 seeds): N = 10: 1.00 -> 1.00, 13: 0.
 ordering of the levels (divisors of 10^k easy, other N hard) does not change.
 """
 
-from jaxcap.config import base_config, parse_arg
-from jaxcap.search_space import add_study
+from jaxcap.config.base import base_config, parse_arg
+from jaxcap.config.search_space import add_study
 
 
 def get_config(arg=None):

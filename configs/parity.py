@@ -18,7 +18,7 @@ k = 1, 2 reach val accuracy 1.000 by 250 / 500 steps, k = 3 reaches 0.98 (one se
 1,500 steps after a flat loss at ln 2 until ~1,000), k = 4, 5, 6 stay at chance (0.50).
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 
 def get_config(arg=None):

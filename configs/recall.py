@@ -22,7 +22,7 @@ two layers learn n = 1, 2 (1.000) and, for one seed of two, n = 3 and 4 (1.000 a
 2,500 steps; the other seed is still on the 1/n plateau, medians 0.71 and 0.67).
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 
 def get_config(arg=None):

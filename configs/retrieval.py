@@ -26,7 +26,7 @@ at k = 3), but the transition is not sharp at k = heads at this size and budget 
 with n: 0.001, 0.036, 0.059, 0.090 for n = 3 … 6 (learned), 0.147 for n = 8, 0.220 for n = 12.
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 VARIANTS = ("smoke", "full", "triangle", "triangle_smoke")
 

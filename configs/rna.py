@@ -4,10 +4,10 @@ model fold?
     python -m jaxcap.launch --config configs/rna.py          # 2-core CPU: ~6 min
     python -m jaxcap.launch --config configs/rna.py:smoke    # seconds; used by the tests
     python -m jaxcap.launch --config configs/rna.py:full     # seed baseline, accelerator
-    python -m jaxcap.tasks.rna_eval --workdir W              # then: base-pair F1, calibration
+    python -m jaxcap.reports.rna --workdir W              # then: base-pair F1, calibration
 
 Random RNA (i.i.d. bases, GC content `gc`) labelled once on the host by ViennaRNA's MFE fold and
-cached under ~/.cache/jaxcap/rna ($JAXCAP_RNA_CACHE); see jaxcap/tasks/rna.py. One bucket per
+cached under ~/.cache/jaxcap/rna ($JAXCAP_RNA_CACHE); see jaxcap/tasks/rna/task.py. One bucket per
 maximum length L (12 and 20: shapes change); inside a bucket the members differ in GC content
 (0.5, 0.7, 0.9: a knob; GC-rich sequences fold more). Members train on lengths in [L/2, L] and
 are also scored on 8 longer lengths never seen in training (`val_long_*`). The model reads all
@@ -26,7 +26,7 @@ exact 0.84 (chance 0.75) and is still rising (2.6 min for one member).
 Without viennarna, add --config.task.folding=nussinov (base-pair maximization: another target).
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 
 def get_config(arg=None):

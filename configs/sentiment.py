@@ -3,7 +3,7 @@
     python -m jaxcap.launch --config configs/sentiment.py              # 2-core CPU: ~5 min of CPU
     python -m jaxcap.launch --config configs/sentiment.py:smoke        # seconds; used by the tests
     python -m jaxcap.launch --config configs/sentiment.py:full         # seed baseline, accelerator
-    python -m jaxcap.tasks.vader_data fetch                            # once, before :vader
+    python -m jaxcap.tasks.vader.data fetch                            # once, before :vader
     python -m jaxcap.launch --config configs/sentiment.py:vader        # real sentences, cross-domain
 
 Controlled (`sentiment`, jaxcap/tasks/sentiment.py): template sentences over 256 frequent VADER
@@ -13,7 +13,7 @@ add negation, negation scope, stacked modifiers, 'but' contrast and length (1 â€
 2 seeds each, one program. Success: the model's expected accuracy is >= 0.97 of the Bayes
 accuracy on the val set (`val_bayes_fraction`).
 
-Real (`:vader`, jaxcap/tasks/vader.py): VADER's human-rated sentences, trained on the movie and
+Real (`:vader`, jaxcap/tasks/vader/task.py): VADER's human-rated sentences, trained on the movie and
 Amazon review snippets and scored in domain (`val_*`) and on tweets and NYT editorials
 (`cross_*`, per domain `tweets_*`, `nyt_*`), accuracy and macro F1.
 
@@ -36,7 +36,7 @@ Default: a small model (2 layers, d_model 32, 4 heads x 8, d_ff 64), fresh sente
   overfits its domains and transfers little. VADER's own rule scores 0.80 on the same set.
 """
 
-from jaxcap.config import base_config, parse_arg
+from jaxcap.config.base import base_config, parse_arg
 
 VARIANTS = ("smoke", "full", "vader", "vader_smoke")
 

@@ -29,11 +29,15 @@ import jax
 from absl import app, flags, logging
 from tqdm import tqdm
 
-from jaxcap import bench_cost, bench_probe, cli, sharding, tasks
+from jaxcap import tasks
+from jaxcap.benchmarks import cost as bench_cost
+from jaxcap.benchmarks import probe as bench_probe
+from jaxcap.config import cli
+from jaxcap.core import sharding
+from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
+from jaxcap.core.runtime import describe_devices, enable_compilation_cache, numerics
+from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention, param_count
-from jaxcap.population import DEFAULT_HPARAMS, Member, stack
-from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
-from jaxcap.train import TrainSettings, make_population
 
 PRESETS = {
     # the reference point: d_model 64, batch 64, x mod N inputs (5 tokens)
@@ -265,7 +269,7 @@ def main(argv):
     if _CACHE.value:
         enable_compilation_cache(_CACHE.value)
     if _STUDY.value:
-        from jaxcap.bench_study import measure_study
+        from jaxcap.benchmarks.study import measure_study
 
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint of every round at INFO
         out = {"device": describe_devices(), "rounds": _TRIALS.value, "study": []}

@@ -14,7 +14,7 @@ launch with one line (`--debug` shows the traceback instead); an unexpected erro
 traceback.
 
 `--create_studies` only creates the Optuna studies of an hpo config on `config.study.storage`
-and exits: run it once before starting several workers on one storage (jaxcap.study).
+and exits: run it once before starting several workers on one storage (jaxcap.experiments.hpo.study).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pathlib import Path
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from jaxcap import cli
-from jaxcap.config import load_config
-from jaxcap.validate import ConfigError
+from jaxcap.config import cli
+from jaxcap.config.base import load_config
+from jaxcap.config.fields import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Experiment config file[:variant].", lock_config=True
@@ -105,9 +105,9 @@ def main(argv: list[str]) -> None:
 
 def one_line(error: Exception) -> str | None:
     """The one-line message of an input problem; None for anything else (a bug keeps its traceback)."""
-    from jaxcap.checkpoint import CheckpointError
-    from jaxcap.loop import AllDiverged
-    from jaxcap.store import WorkdirError
+    from jaxcap.core.checkpoint import CheckpointError
+    from jaxcap.results.store import WorkdirError
+    from jaxcap.training.loop import AllDiverged
 
     kinds = {
         ConfigError: "config error",
@@ -125,8 +125,8 @@ def one_line(error: Exception) -> str | None:
 
 def create(config, workdir: Path) -> None:
     """--create_studies: the studies of every level with their budgets, nothing trained."""
-    from jaxcap.config import validate
-    from jaxcap.study import create_studies
+    from jaxcap.config.base import validate
+    from jaxcap.experiments.hpo.study import create_studies
 
     if "study" not in config:
         raise ConfigError(f"--create_studies: a {config.experiment!r} config has no Optuna study")

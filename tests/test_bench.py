@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxcap import bench_cost, bench_probe
+from jaxcap.benchmarks import cost as bench_cost
+from jaxcap.benchmarks import probe as bench_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--models", "small", "--steps", "2", "--repeats", "1", "--trials", "1"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxcap import meta_data, meta_fit
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import fit as meta_fit
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ["--config", "configs/calibrate.py:smoke"]

@@ -15,12 +15,15 @@ import numpy as np
 import pytest
 from conftest import killer as kill_after
 
-from jaxcap import capacity, capacity_curve, capacity_fit, tasks
-from jaxcap.capacity_report import saturated_capacity
-from jaxcap.config import load_config
+from jaxcap import tasks
+from jaxcap.config.base import load_config
+from jaxcap.core.population import DEFAULT_HPARAMS, grid_members, stack
+from jaxcap.core.train import TrainSettings, make_population
+from jaxcap.experiments.capacity import curve as capacity_curve
+from jaxcap.experiments.capacity import fit as capacity_fit
+from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.models import ModelConfig
-from jaxcap.population import DEFAULT_HPARAMS, grid_members, stack
-from jaxcap.train import TrainSettings, make_population
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -282,8 +285,8 @@ def test_capacity_smoke_end_to_end_then_report_and_resume(smoke):
         "bits_per_param.png",
     ):
         assert (workdir / "report" / name).exists(), name
-    from jaxcap.registry import EXPERIMENTS, resolve
-    from jaxcap.store import Store
+    from jaxcap.config.registry import EXPERIMENTS, resolve
+    from jaxcap.results.store import Store
 
     text = (workdir / "report" / "report.md").read_text()
     (workdir / "report" / "report.md").unlink()
@@ -360,9 +363,9 @@ def _smoke_config():
 
 
 def test_config_errors_name_the_field():
-    from jaxcap import capacity_run
-    from jaxcap.config import validate
-    from jaxcap.validate import ConfigError
+    from jaxcap.config.base import validate
+    from jaxcap.config.fields import ConfigError
+    from jaxcap.experiments.capacity import run as capacity_run
 
     config = _smoke_config()
     validate(config)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxcap.config import base_config, parse_arg, validate
-from jaxcap.validate import ConfigError
+from jaxcap.config.base import base_config, parse_arg, validate
+from jaxcap.config.fields import ConfigError
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.py"))
 

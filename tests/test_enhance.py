@@ -14,14 +14,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxcap import enhance, enhance_breakdown, enhance_capacity, enhance_precision, enhance_sections
-from jaxcap.config import load_config, validate
-from jaxcap.enhance_variants import combinations, combine, with_combinations
-from jaxcap.meta_data import arch_fields, build_table, save_table
-from jaxcap.meta_fit import Posterior, summarize
+from jaxcap.config.base import load_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.experiments.enhance import breakdown as enhance_breakdown
+from jaxcap.experiments.enhance import capacity as enhance_capacity
+from jaxcap.experiments.enhance import precision as enhance_precision
+from jaxcap.experiments.enhance import run as enhance
+from jaxcap.experiments.enhance import sections as enhance_sections
+from jaxcap.experiments.enhance.variants import combinations, combine, with_combinations
+from jaxcap.meta.data import arch_fields, build_table, save_table
+from jaxcap.meta.fit import Posterior, summarize
 from jaxcap.models import ModelConfig
-from jaxcap.store import Store
-from jaxcap.validate import ConfigError
+from jaxcap.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -66,7 +70,7 @@ def test_configs_validate(name, variant):
 
     from ml_collections import config_flags  # noqa: F401  (the loader launch uses)
 
-    from jaxcap.calibrate import family_configs
+    from jaxcap.experiments.calibrate.run import family_configs
 
     config = load_config(f"{ROOT / 'configs' / name}.py:{variant or ''}")
     validate(config)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
-from jaxcap.config import load_config
+from jaxcap.config.base import load_config
 from jaxcap.tasks.hmm import HMMLanguage, forward
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,8 +114,8 @@ def _language_config(variant):
 
 @pytest.mark.slow
 def test_hmm_smoke_reaches_the_optimum(tmp_path):
+    from jaxcap.results.store import Store
     from jaxcap.run import run
-    from jaxcap.store import Store
 
     config = _language_config("hmm_smoke")
     config.runtime.progress = False

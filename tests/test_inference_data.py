@@ -7,7 +7,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from jaxcap.inference_data import EXTRA_FIELDS, diagnostics, inference_data
+from jaxcap.meta.inference_data import EXTRA_FIELDS, diagnostics, inference_data
 
 matplotlib.use("Agg")
 numpyro = pytest.importorskip("numpyro")

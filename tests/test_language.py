@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcap import losses, tasks
-from jaxcap.config import load_config
+from jaxcap import tasks
+from jaxcap.config.base import load_config
+from jaxcap.core import losses
 from jaxcap.run import run
 from jaxcap.tasks import pcfg, shakespeare
 from jaxcap.tasks.language import chain_stationary
@@ -193,7 +194,7 @@ def test_shakespeare_real_corpus_genres():
 
 @pytest.mark.slow
 def test_markov_smoke_reaches_the_entropy_rate(tmp_path):
-    from jaxcap.store import Store
+    from jaxcap.results.store import Store
 
     config = load_config(f"{ROOT / 'configs' / 'language.py'}:smoke")
     config.runtime.progress = False

@@ -146,7 +146,7 @@ def run_killed_then_resumed(monkeypatch, run_fn, workdir, phase) -> None:
     """`run_fn(workdir)` killed at `phase` = (owner, name, n[, before]), with every checkpoint
     save still in flight long after it was handed over; then run again to the end. The killed
     run's saves are let finish, as they do on disk."""
-    from jaxcap.checkpoint import PopulationCheckpoints
+    from jaxcap.core.checkpoint import PopulationCheckpoints
 
     managers, init = [], PopulationCheckpoints.__init__
 
@@ -167,7 +167,7 @@ def run_killed_then_resumed(monkeypatch, run_fn, workdir, phase) -> None:
 
 def _population_config():
     """The smoke config as two buckets that share one compiled program (hparams are traced)."""
-    from jaxcap.config import load_config
+    from jaxcap.config.base import load_config
 
     c = load_config(f"{ROOT / 'configs' / 'modmod.py'}:smoke")
     c.sweep.buckets = ("hparams.learning_rate=0.003", "hparams.learning_rate=0.005")
@@ -185,8 +185,9 @@ def straight_population(tmp_path_factory):
 
 
 def _population_phases():
-    from jaxcap import checkpoint, store
-    from jaxcap import report_figures as report
+    from jaxcap.core import checkpoint
+    from jaxcap.reports import population as report
+    from jaxcap.results import store
 
     return {
         "config written": (store.Store, "write_config", 1),

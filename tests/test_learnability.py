@@ -2,7 +2,7 @@
 
 import matplotlib.pyplot as plt
 
-from jaxcap import learnability
+from jaxcap.reports import learnability
 
 
 def _level(bits, learned, value=None, knob=None):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
+from jaxcap.core.population import DEFAULT_HPARAMS, grid_members, stack
+from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig
-from jaxcap.population import DEFAULT_HPARAMS, grid_members, stack
-from jaxcap.train import TrainSettings, make_population
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcap.losses import OBJECTIVES
+from jaxcap.core.losses import OBJECTIVES
 
 
 def _metrics(kind, outputs, targets, weights, mask=None):

@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 
-from jaxcap import meta_data, meta_simulate
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import simulate as meta_simulate
 
 
 def member(**overrides):

@@ -6,7 +6,10 @@ import itertools
 import numpy as np
 from scipy.optimize import minimize
 
-from jaxcap import meta_baselines, meta_data, meta_simulate, meta_validate
+from jaxcap.meta import baselines as meta_baselines
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import simulate as meta_simulate
+from jaxcap.meta import validate as meta_validate
 
 
 def test_logistic_fit_is_the_penalised_maximum_likelihood():

@@ -18,7 +18,12 @@ import pytest
 from numpyro import handlers
 from scipy.stats import binom
 
-from jaxcap import meta_data, meta_fit, meta_simulate, meta_validate, metamodel, predict
+from jaxcap import predict
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import model as metamodel
+from jaxcap.meta import simulate as meta_simulate
+from jaxcap.meta import validate as meta_validate
 
 ROOT = Path(__file__).resolve().parents[1]
 NUTS = meta_fit.NutsSettings(warmup=300, samples=300, chains=2, target_accept=0.99, seed=0)

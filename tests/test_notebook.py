@@ -52,7 +52,7 @@ def _text(notebook, cell_id: str) -> str:
 
 @pytest.fixture(scope="module")
 def modmod_smoke(tmp_path_factory):
-    from jaxcap.config import load_config
+    from jaxcap.config.base import load_config
     from jaxcap.run import run
 
     workdir = tmp_path_factory.mktemp("modmod")

@@ -5,8 +5,11 @@ import types
 
 import pytest
 
-from jaxcap import meta_data, outcomes, study, summary
-from jaxcap.population import HPARAM_NAMES
+from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.experiments.hpo import study
+from jaxcap.meta import data as meta_data
+from jaxcap.reports import summary
+from jaxcap.results import outcomes
 
 MODEL = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_ff": 32}
 

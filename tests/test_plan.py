@@ -2,11 +2,10 @@
 
 import pytest
 
-from jaxcap import config as config_lib
-from jaxcap.config import base_config, validate
-from jaxcap.registry import EXPERIMENTS, resolve
-from jaxcap.plan import bucket_configs, parse_overrides, plan
-from jaxcap.validate import ConfigError
+from jaxcap.config.base import base_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.plan import bucket_configs, parse_overrides, plan
+from jaxcap.config.registry import EXPERIMENTS, resolve
 
 
 def _config(*buckets):

@@ -12,9 +12,10 @@ import pytest
 
 from configs import rna as rna_config
 from jaxcap import tasks
+from jaxcap.config.fields import ConfigError
+from jaxcap.reports import rna as rna_eval
 from jaxcap.run import run
-from jaxcap.tasks import rna_eval, rna_fold
-from jaxcap.validate import ConfigError
+from jaxcap.tasks.rna import fold as rna_fold
 
 needs_vienna = pytest.mark.skipif(
     not rna_fold.has_vienna(), reason=f"viennarna not installed ({rna_fold.INSTALL})"

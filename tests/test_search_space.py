@@ -4,10 +4,10 @@ errors for every bad entry before anything is compiled."""
 import optuna
 import pytest
 
-from jaxcap import study as study_lib
-from jaxcap.config import base_config, validate
-from jaxcap.search_space import add_study, baseline_params, parse_space, suggest
-from jaxcap.validate import ConfigError
+from jaxcap.config.base import base_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.search_space import add_study, baseline_params, parse_space, suggest
+from jaxcap.experiments.hpo import study as study_lib
 
 
 def _config(**search):

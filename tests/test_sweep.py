@@ -15,13 +15,13 @@ import pytest
 from conftest import killer as kill_after
 from optuna.trial import TrialState
 
-from jaxcap import rounds, sweep
-from jaxcap import study as study_lib
-from jaxcap.config import base_config, load_config, validate
-from jaxcap.population import HPARAM_NAMES, stack
-from jaxcap.search_space import add_study
-from jaxcap.store import Store
-from jaxcap.validate import ConfigError
+from jaxcap.config.base import base_config, load_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.search_space import add_study
+from jaxcap.core.population import HPARAM_NAMES, stack
+from jaxcap.experiments.hpo import rounds, sweep
+from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -191,7 +191,7 @@ def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path)
     [("nsga2", "none", "multi"), ("qmc", "hyperband", "val"), ("random", "halving", "penalized")],
 )
 def test_samplers_pruners_and_objectives_finish_their_budget(tmp_path, sampler, pruner, objective):
-    from jaxcap.hpo_report import hpo_report
+    from jaxcap.experiments.hpo.report import hpo_report
 
     c = _config(moduli=(10, 5), n_trials=4, batch=2)
     c.study.update(sampler=sampler, pruner=pruner, objective=objective)
@@ -294,7 +294,8 @@ def straight_sweep(tmp_path_factory):
 
 
 def _sweep_phases():
-    from jaxcap import checkpoint, search_space
+    from jaxcap.config import search_space
+    from jaxcap.core import checkpoint
 
     return {
         "budget queued": (study_lib, "open_studies", 1),

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
-from jaxcap.config import load_config, validate
+from jaxcap.config.base import load_config, validate
+from jaxcap.config.fields import ConfigError
 from jaxcap.run import run
-from jaxcap.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,7 +157,7 @@ def test_impossible_configs_are_one_line_errors(spec, override, message):
 
 
 def _rows_by_level(workdir):
-    from jaxcap.store import Store
+    from jaxcap.results.store import Store
 
     rows = Store(workdir).member_rows()
     for row in rows:

@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 from conftest import HP
 
-from jaxcap import train
-from jaxcap.population import Member, stack
-from jaxcap.train import TrainSettings, eval_budget, make_optimizer, make_population
+from jaxcap.core import train
+from jaxcap.core.population import Member, stack
+from jaxcap.core.train import TrainSettings, eval_budget, make_optimizer, make_population
 
 
 def _members(*overrides, seeds=None):

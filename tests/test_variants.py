@@ -12,16 +12,16 @@ import pytest
 from flax import nnx
 
 from jaxcap import tasks
-from jaxcap.config import base_config, validate
+from jaxcap.config.base import base_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.plan import plan
+from jaxcap.core.population import stack
+from jaxcap.core.runtime import numerics
+from jaxcap.core.train import make_population
 from jaxcap.models import ModelConfig, Transformer, param_count
 from jaxcap.models.embeddings import angular_features, angular_logits, rotary, task_numbers
 from jaxcap.models.quantize import fake_quant, quantize_params
 from jaxcap.models.transformer import init_params, make_apply
-from jaxcap.plan import plan
-from jaxcap.population import stack
-from jaxcap.runtime import numerics
-from jaxcap.train import make_population
-from jaxcap.validate import ConfigError
 
 SMALL = dict(vocab_size=11, seq_len=6, n_outputs=7, n_layers=2, d_model=16, n_heads=2, d_head=8, d_ff=32)
 

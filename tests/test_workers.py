@@ -14,9 +14,9 @@ import pytest
 from postgres_server import Unavailable, postgres_url
 from test_sweep import _check_budget, _finish, _launch, _smoke_config
 
-from jaxcap import study as study_lib
-from jaxcap.config import load_config, validate
-from jaxcap.validate import ConfigError
+from jaxcap.config.base import load_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.experiments.hpo import study as study_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted([*(ROOT / "launch").glob("*.sh"), *(ROOT / "launch").glob("*.sbatch")])

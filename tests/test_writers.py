@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxcap import writers
-from jaxcap.config import load_config, validate
-from jaxcap.validate import ConfigError
+from jaxcap.config.base import load_config, validate
+from jaxcap.config.fields import ConfigError
+from jaxcap.training import writers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def test_tensorboard_event_file_holds_members_levels_and_config(tracked_run):
 
 
 def test_tensorboard_scalars_match_the_results_store(tracked_run):
-    from jaxcap.store import Store
+    from jaxcap.results.store import Store
 
     rows = [r for r in Store(tracked_run).eval_rows("b0") if r["member"] == 1 and r["step"] == 40]
     events = read_events(tracked_run / "tensorboard")

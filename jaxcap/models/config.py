@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from jaxcap.validate import ConfigError
+from jaxcap.config.fields import ConfigError
 
 ACTIVATIONS = ("gelu", "relu")
 NORMS = ("pre", "post", "none")

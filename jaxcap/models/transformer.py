@@ -1,7 +1,7 @@
 """A small Flax NNX Transformer encoder/decoder built from a frozen `ModelConfig`.
 
 Written for one member; the population is made by `jax.vmap` over `(graphdef, params)` in
-`jaxcap.train`, never by NNX transforms. Attention (attention.py) is written out by hand so
+`jaxcap.core.train`, never by NNX transforms. Attention (attention.py) is written out by hand so
 that every variant stays readable and vmaps without special cases. Dropout is hand-written
 too: its rate is a traced per-member value, which `nnx.Dropout` cannot take (it branches on
 `rate == 0` in Python).

@@ -7,7 +7,7 @@ from typing import Any
 
 import ml_collections
 
-from jaxcap.tasks.arc import Arc
+from jaxcap.tasks.arc.task import Arc
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.binop import BinaryOp
 from jaxcap.tasks.copying import Copying
@@ -18,10 +18,10 @@ from jaxcap.tasks.parity import Parity
 from jaxcap.tasks.random_data import RandomLabels, RandomTokens
 from jaxcap.tasks.recall import Recall
 from jaxcap.tasks.retrieval import MaxSum, Triangle
-from jaxcap.tasks.rna import RnaStructure
+from jaxcap.tasks.rna.task import RnaStructure
 from jaxcap.tasks.sentiment import Sentiment
 from jaxcap.tasks.shakespeare import Shakespeare
-from jaxcap.tasks.vader import VaderSentences
+from jaxcap.tasks.vader.task import VaderSentences
 
 TASKS: dict[str, type[Task]] = {"modulo": Modulo, "binop": BinaryOp}
 TASKS.update(random_labels=RandomLabels, random_tokens=RandomTokens)

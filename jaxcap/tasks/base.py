@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from jaxcap.config.fields import ConfigError, Float, Int
 from jaxcap.tasks import holdout
 from jaxcap.tasks.split import Split
-from jaxcap.validate import ConfigError, Float, Int
 
 KINDS = ("classify", "sequence", "regress")
 SPLITS = ("train", "val", "test")  # what every task's make_data returns, at least
@@ -46,7 +46,7 @@ class TaskSpec:
     metric: str = "accuracy"  # the primary metric (per split): accuracy, exact or nmse
     higher_is_better: bool = True
     step_threshold: float = 0.99  # default of config.eval.*_threshold (steps-to-threshold)
-    success_metric: str = "test_accuracy"  # every reported outcome reads this (jaxcap.outcomes)
+    success_metric: str = "test_accuracy"  # every reported outcome reads this (jaxcap.results.outcomes)
     success_threshold: float = 0.95
     select_metric: str = "val_accuracy"  # every selection reads this: best setting, HPO objective
 
@@ -100,7 +100,7 @@ class Task(abc.ABC):
     def chance(self, knobs: dict[str, Any]) -> float:
         """The nominal chance level: the success metric's expected value for the best predictor
         that ignores its input, from the task's definition (the *measured* chance, from each
-        member's training split, is `jaxcap.baselines`)."""
+        member's training split, is `jaxcap.core.baselines`)."""
 
     def shortcut(self, inputs: jax.Array, knobs: dict[str, jax.Array]) -> jax.Array | None:
         """Logits of an obvious shortcut that reads the input but does not solve the task (e.g.

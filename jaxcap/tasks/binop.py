@@ -22,8 +22,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcap.config.fields import Choice, ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
-from jaxcap.validate import Choice, ConfigError, Int
 
 OPERATIONS = ("add", "sub", "mul", "div", "perm")
 

@@ -38,8 +38,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxcap.config.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec
-from jaxcap.validate import ConfigError, Int
 
 
 @dataclasses.dataclass(frozen=True)

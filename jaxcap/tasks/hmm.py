@@ -44,8 +44,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcap.config.fields import ConfigError, Float, Int
 from jaxcap.tasks.language import UNIFORM_MIX, Language, bits_per_probability
-from jaxcap.validate import ConfigError, Float, Int
 
 
 def _stationary(a: np.ndarray) -> np.ndarray:

@@ -45,9 +45,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcap.config.fields import ConfigError, Float, Int
 from jaxcap.tasks import pcfg
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
-from jaxcap.validate import ConfigError, Float, Int
 
 UNIFORM_MIX = 1e-3
 

@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcap.config.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
-from jaxcap.validate import ConfigError, Int
 
 MAX_ENUMERABLE_BITS = 20  # 2^20 inputs is the largest finite dataset held on device
 

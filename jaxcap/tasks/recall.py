@@ -35,8 +35,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxcap.config.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
-from jaxcap.validate import ConfigError, Int
 
 
 @dataclasses.dataclass(frozen=True)

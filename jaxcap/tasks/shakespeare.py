@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcap.config.fields import ConfigError, Float, Int, Str
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
-from jaxcap.validate import ConfigError, Float, Int, Str
 
 GENRES = ("comedies", "histories", "problems", "roman", "romances", "tragedies")
 INSTALL = 'pip install -e ".[domains]"'

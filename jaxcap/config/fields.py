@@ -1,0 +1,161 @@
+"""Config validation: every field checked before anything is compiled.
+
+A schema mirrors the config: leaves are small checkers that know what is allowed, so the
+error for a bad value, a wrong type or an unknown key is one line that names the field and
+says what is allowed, e.g. ``config.model.norm: got 'layer'; allowed: pre, post, none``.
+Tasks contribute the schema of their own section (`Task.SCHEMA`) and cross-field checks
+(`Task.check`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config problem, phrased as one line naming the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Int:
+    low: int | None = None
+    high: int | None = None
+
+    def __call__(self, path: str, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(
+                f"{path}: got {value!r} ({type(value).__name__}); allowed: an integer{_range(self)}"
+            )
+        _check_range(path, value, self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Float:
+    low: float | None = None
+    high: float | None = None
+    open_high: bool = False  # the upper bound itself is not allowed
+
+    def __call__(self, path: str, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"{path}: got {value!r}; allowed: a finite number{_range(self)}")
+        _check_range(path, value, self)
+        if self.open_high and value == self.high:
+            raise ConfigError(f"{path}: got {value!r}; allowed: below {self.high}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    options: tuple
+
+    def __call__(self, path: str, value: Any) -> None:
+        if value not in self.options:
+            allowed = ", ".join(str(o) for o in self.options)
+            raise ConfigError(f"{path}: got {value!r}; allowed: {allowed}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bool:
+    def __call__(self, path: str, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: got {value!r}; allowed: True or False")
+
+
+@dataclasses.dataclass(frozen=True)
+class Str:
+    def __call__(self, path: str, value: Any) -> None:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: got {value!r}; allowed: a string")
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleOf:
+    """A swept grid: a tuple (or list) of values, each checked by `item`; empty = not swept."""
+
+    item: Any
+
+    def __call__(self, path: str, value: Any) -> None:
+        if not isinstance(value, (tuple, list)):
+            raise ConfigError(f"{path}: got {value!r}; allowed: a tuple of values, e.g. (1, 2)")
+        for i, v in enumerate(value):
+            self.item(f"{path}[{i}]", v)
+
+
+def _range(c) -> str:
+    if c.low is not None and c.high is not None:
+        return f" in [{c.low}, {c.high}]"
+    if c.low is not None:
+        return f" >= {c.low}"
+    return f" <= {c.high}" if c.high is not None else ""
+
+
+def _check_range(path: str, value, c) -> None:
+    if (c.low is not None and value < c.low) or (c.high is not None and value > c.high):
+        raise ConfigError(f"{path}: got {value!r}; allowed:{_range(c)}")
+
+
+def check_tree(path: str, config: Any, schema: dict) -> None:
+    """Check every key of `config` against `schema` (unknown keys are errors), recursively."""
+    for key in config:
+        if key not in schema:
+            known = ", ".join(sorted(schema))
+            raise ConfigError(f"{path}.{key}: unknown field; fields of {path}: {known}")
+    for key, rule in schema.items():
+        if key not in config:
+            raise ConfigError(f"{path}.{key}: missing (start configs from jaxcap.config.base.base_config)")
+        value = config[key]
+        if isinstance(rule, dict):
+            if not hasattr(value, "keys"):
+                raise ConfigError(
+                    f"{path}.{key}: got {value!r}; allowed: a section with fields {sorted(rule)}"
+                )
+            check_tree(f"{path}.{key}", value, rule)
+        else:
+            rule(f"{path}.{key}", value)
+
+
+# A batch drawn with replacement from a finite train split only repeats its examples beyond this
+# many times its size (and costs memory for nothing): larger batches are refused.
+BATCH_REPEATS = 16
+
+
+def check_sizes(config, task) -> None:
+    """Thresholds within the metric's range, a batch size within reach of the train split."""
+    if task.spec.metric in ("accuracy", "exact"):  # fractions of examples
+        for name in ("train_threshold", "val_threshold"):
+            if config.eval[name] > 1:
+                raise ConfigError(
+                    f"config.eval.{name}: got {config.eval[name]}; allowed: at most 1 (a fraction: the "
+                    f"task's metric is {task.spec.metric})"
+                )
+    n_train = task.split_sizes()[0]
+    if not task.is_stream and config.train.batch_size > BATCH_REPEATS * n_train:
+        raise ConfigError(
+            f"config.train.batch_size: got {config.train.batch_size}; allowed: at most {BATCH_REPEATS} x "
+            f"the {n_train} train examples ({BATCH_REPEATS * n_train}): a larger batch only repeats them"
+        )
+
+
+def check_runtime(runtime) -> None:
+    """The processes of one run: a coordinator to join them, and ids below their count; the
+    package of each enabled metric writer (jaxcap.training.writers), which the core install leaves out."""
+    for field, module, extra in (("tensorboard", "tensorboardX", "tracking"), ("wandb", "wandb", "wandb")):
+        if runtime.get(field) and importlib.util.find_spec(module) is None:
+            raise ConfigError(
+                f"config.runtime.{field}: got {runtime.get(field)!r} but {module} is not installed; "
+                f"allowed: pip install 'jaxcap[{extra}]', or leave it off"
+            )
+    if runtime.coordinator == "auto":  # the cluster assigns them
+        return
+    if runtime.process_id >= runtime.num_processes:
+        raise ConfigError(
+            f"config.runtime.process_id: got {runtime.process_id}; allowed: 0 … {runtime.num_processes - 1} "
+            "(config.runtime.num_processes - 1)"
+        )
+    if runtime.num_processes > 1 and not runtime.coordinator:
+        raise ConfigError(
+            f"config.runtime.coordinator: got ''; allowed: 'host:port' of process 0 or 'auto' when "
+            f"config.runtime.num_processes is {runtime.num_processes} (alone, each process would run it all)"
+        )

@@ -1,0 +1,73 @@
+"""The experiments a config can name in `config.experiment`, as dotted names resolved on use.
+
+Each experiment is a `run(config, store)` that trains (resumably) and writes its results and
+report, a `report(store) -> [paths]` that rebuilds the report from the workdir alone (what
+`python -m jaxcap.report --workdir D` calls), the config sections it owns with their schemas,
+and optionally a `setup(config)` that must run before JAX starts (calibrate: one CPU device per
+NUTS chain). Names are strings, "module:attribute", imported only when used (big_vision's
+registry): the config layer knows every experiment without importing one, so checking a config
+never imports a trainer, Optuna or NumPyro it does not need, and imports point one way
+(tests/test_layers.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    run: str  # (config, store) -> results
+    report: str  # store -> files written under report/
+    sections: tuple[tuple[str, str], ...] = ()  # (config section, its schema)
+    setup: str = ""  # (config) -> None, before JAX initializes its backends
+
+
+_CALIBRATE = "jaxcap.experiments.calibrate.run"
+EXPERIMENTS: dict[str, Experiment] = {
+    "population": Experiment(
+        "jaxcap.experiments.population:population_experiment",
+        "jaxcap.experiments.population:population_report",
+    ),
+    "hpo": Experiment(  # Optuna studies
+        "jaxcap.experiments.hpo.sweep:hpo_experiment",
+        "jaxcap.experiments.hpo.report:hpo_report",
+        (("study", "jaxcap.config.search_space:STUDY_SCHEMA"),),
+    ),
+    "capacity": Experiment(  # memorization capacity against exposures per item
+        "jaxcap.experiments.capacity.run:capacity_experiment",
+        "jaxcap.experiments.capacity.report:write_report",
+        (("capacity", "jaxcap.experiments.capacity.sizes:SCHEMA"),),
+    ),
+    "calibrate": Experiment(  # the meta-model pipeline
+        f"{_CALIBRATE}:calibrate_experiment",
+        f"{_CALIBRATE}:calibrate_report",
+        (("calibrate", f"{_CALIBRATE}:SCHEMA"),),
+        setup=f"{_CALIBRATE}:setup",
+    ),
+    "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
+        "jaxcap.experiments.enhance.run:enhance_experiment",
+        "jaxcap.experiments.enhance.run:enhance_report",
+        (("calibrate", f"{_CALIBRATE}:SCHEMA"),),
+        setup=f"{_CALIBRATE}:setup",
+    ),
+}
+
+
+def resolve(name: str) -> Any:
+    """The object a "module:attribute" name points at (imports the module)."""
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def setup(config) -> None:
+    """The before-JAX hooks of the experiment `config` names, or of one whose section it carries."""
+    hooks = {
+        e.setup
+        for name, e in EXPERIMENTS.items()
+        if e.setup and (name == config.get("experiment") or any(s in config for s, _ in e.sections))
+    }
+    for hook in sorted(hooks):
+        resolve(hook)(config)

@@ -1,0 +1,153 @@
+"""Memorization capacity in bits per variant of an enhance run (issue 8, measurement (a)).
+
+Every enhance fit trains the reference family (`random_labels`: uniformly random labels) at
+several dataset sizes for every variant, seeds and hyperparameters alike, as architectures of
+one calibrate run (`<workdir>/families/<name>/members.jsonl`, or `best_trials.jsonl` under
+`search='optuna'`). Nothing about random labels generalizes, so every bit the model predicts
+better than chance on its training set was memorized (Morris et al. [1]). This module turns
+those population rows into the rows `jaxcap/experiments/capacity/run.py` measures and hands them to the
+capacity code unchanged (`capacity.summarize`: per seed the most bits any size stored with the
+best hyperparameters, C_mem their median and range over seeds; bits per parameter C_mem /
+n_params; budgets; the plateau test).
+
+What a population row gives is the final mean training loss over the whole training set, so
+the bits are `capacity.estimated_bits`: dataset bits minus code length, the *unclipped* net
+bits that capacity.py reports beside bits stored as a conservative lower bound (per-item
+clipping needs per-item losses, which only the capacity experiment keeps). Saturation is judged
+after the fact from the stored train-loss curve with `capacity.saturated`, at the capacity
+config's default window and tolerance. C_mem is a point estimate for the training budget (not a
+posterior interval: the range is over seeds, and the multiplier's range pairs seeds), and when
+the curve has not plateaued (`capacity.plateaued`: the largest size still stored more, or was
+still being memorized) it is only a lower bound of the capacity: the sizes never reached it.
+
+[1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from jaxcap import tasks
+from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.meta.data import arch_fields, family_name, read_rows
+from jaxcap.results.store import Store
+
+# configs/capacity.py's defaults: the saturation test and the plateau test of the capacity run
+SATURATION_WINDOW, SATURATION_TOL, PLATEAU_TOL = 4, 0.02, 0.05
+
+
+def reference_rows(root: Path, reference: str) -> list[dict]:
+    """The rows of `reference` from every family sub-workdir of a calibrate workdir."""
+    dirs = sorted({p.parent for name in ("members.jsonl", "best_trials.jsonl") for p in root.rglob(name)})
+    rows = [r for d in dirs if (root / "families") in d.parents for r in read_rows(d)]
+    return [r for r in rows if family_name(r) == reference]
+
+
+def _saturated(rows: list[dict]) -> dict[tuple, bool]:
+    """(source, bucket, member) -> whether its bits-from-train-loss curve had flattened."""
+    out: dict[tuple, bool] = {}
+    for source, bucket in sorted({(r["source"], r["bucket"]) for r in rows}):
+        names, curves = Store(source).curves(bucket) if Path(source).exists() else ([], None)
+        mine = [r for r in rows if (r["source"], r["bucket"]) == (source, bucket)]
+        if "train_loss" not in names:
+            out.update({(source, bucket, r["member"]): False for r in mine})
+            continue
+        loss = curves[:, :, names.index("train_loss")].T.astype(np.float64)  # [eval, member]
+        for r in mine:
+            if r["member"] >= loss.shape[1]:  # a row that does not index this curve: unknown
+                out[(source, bucket, r["member"])] = False
+                continue
+            bits, targets = _bits_and_targets(r)
+            series = capacity.estimated_bits(bits, targets, loss[:, r["member"]])
+            flat = capacity.saturated(
+                series[:, None], SATURATION_WINDOW, SATURATION_TOL, bits / targets, np.array([bits])
+            )
+            out[(source, bucket, r["member"])] = bool(flat[0])
+    return out
+
+
+def _bits_and_targets(row: dict) -> tuple[float, float]:
+    task = tasks.TASKS[row["family"]](**row["task"])
+    return float(row["complexity_bits"]), float(row["task"]["dataset_size"] * task.targets_per_example())
+
+
+def capacity_rows(rows: list[dict], archs: list[dict], labels: list[str]) -> list[dict]:
+    """capacity.jsonl-style rows (as `capacity_run.measure` writes them) from population rows;
+    `archs` are the meta table's architectures (their order is the posterior's)."""
+    saturated = _saturated(rows)
+    out = []
+    for r in rows:
+        if r["status"] == "pruned" or arch_fields(r) not in archs:
+            continue
+        a = archs.index(arch_fields(r))
+        bits, targets = _bits_and_targets(r)
+        diverged = r["status"] == "diverged" or not np.isfinite(r["final"].get("train_loss", np.nan))
+        net = 0.0 if diverged else float(capacity.estimated_bits(bits, targets, r["final"]["train_loss"]))
+        out.append(
+            {
+                "arch": a,
+                "arch_label": labels[a],
+                "round": 0,
+                "seed": r["seed"],
+                "learning_rate": r["hparams"]["learning_rate"],
+                "dataset_size": r["task"]["dataset_size"],
+                "dataset_bits": bits,
+                "bits_stored": max(0.0, net),
+                "net_bits": net,
+                "exact_fraction": r["final"].get("train_exact", r["final"].get("train_accuracy", 0.0)),
+                "saturated": saturated[(r["source"], r["bucket"], r["member"])],
+                "diverged": diverged,
+                "n_params": r["n_params"],
+                "family": r["family"],
+                "model": r["model"],
+            }
+        )
+    return out
+
+
+def memorization(rows: list[dict], archs: list[dict], labels: list[str]) -> list[dict]:
+    """Per variant: C_mem (median, range over seeds), bits/param and both multipliers over the
+    baseline (architecture 0): of the medians, and per seed paired by seed (its range)."""
+    summaries = capacity.summarize(capacity_rows(rows, archs, labels), PLATEAU_TOL)
+    base = next((s for s in summaries if s["arch"] == 0), None)
+    out = []
+    for s in summaries:
+        row = {**s, "lower_bound": not s["plateau"], "multiplier": None, "per_param": None}
+        if base and base["c_mem"] > 0:
+            seeds = dict(zip(_seeds(base), base["c_mem_seeds"]))
+            paired = [c / seeds[k] for k, c in zip(_seeds(s), s["c_mem_seeds"]) if seeds.get(k, 0) > 0]
+            scale = base["n_params"] / s["n_params"]
+            row["multiplier"] = _range(s["c_mem"] / base["c_mem"], paired)
+            row["per_param"] = _range(s["c_mem"] / base["c_mem"] * scale, [p * scale for p in paired])
+        out.append(row)
+    return out
+
+
+def _seeds(summary: dict) -> list[int]:
+    return sorted({k for p in summary["curve"] for k in p["seeds"]})
+
+
+def _range(point: float, per_seed: list[float]) -> dict:
+    return {"point": point, "min": min(per_seed, default=point), "max": max(per_seed, default=point)}
+
+
+def format_memorization(mem: list[dict]) -> str:
+    """The enhance.md table: C_mem, bits/param, multipliers over the baseline with seed ranges."""
+    if not mem:
+        return "(no rows of the reference family)"
+    head = "| variant | params | C_mem bits: median [min, max] | bits/param | C_mem / base [seeds] "
+    lines = [head + "| bits/param / base [seeds] | plateau | saturated members |", "|" + "---|" * 8]
+    for m in mem:
+        lines.append(
+            f"| {m['label']} | {m['n_params']:,} | {m['c_mem']:,.0f} [{m['c_min'] or 0:,.0f}, "
+            f"{m['c_max'] or 0:,.0f}] | {m['bits_per_param']:.3f} | {_mult(m['multiplier'])} | "
+            f"{_mult(m['per_param'])} | {'no: lower bound' if m['lower_bound'] else 'yes'} | "
+            f"{m['members'] - m['unsaturated']}/{m['members']} |"
+        )
+    return "\n".join(lines)
+
+
+def _mult(r: dict | None) -> str:
+    return "—" if r is None else f"{r['point']:.3g} [{r['min']:.3g}, {r['max']:.3g}]"

@@ -1,0 +1,74 @@
+"""Variant lists of the enhance experiment: combinations of switches, and HPO on instead of a grid.
+
+A variant is a bucket-style override string of model switches (`model.norm_type=rms`). Gains of
+separate switches need not add up (nor even combine: two switches may fix the same weakness),
+so the best single variants are also run together, as one override string joined by commas,
+and fitted in the same meta-model run as the singles: the multiplier of a combination next to
+the product of its parts' multipliers shows whether they compose. `combine` checks a
+combination before anything trains: every part is `section.field=value`, a model part names a
+field of `jaxcap.models.ModelConfig`, and no field is set twice to different values (the later
+would silently win).
+
+HPO on vs off: the same variants with `calibrate.search='optuna'` (one Optuna study per level
+and variant over learning rate, weight decay and warmup; Akiba et al. [1]) instead of one fixed
+setting. A multiplier that survives tuning is a property of the architecture, not of a
+learning rate that happens to suit one variant better (the point of Melis et al. [2]).
+
+[1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
+    arXiv:1907.10902.
+[2] Melis, Dyer & Blunsom 2018, "On the state of the art of evaluation in neural language
+    models", arXiv:1707.05589.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_collections
+
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.plan import parse_overrides
+from jaxcap.config.search_space import add_level_search
+from jaxcap.models.config import MODEL_FIELDS
+
+
+def combine(*variants: str) -> str:
+    """One override string for several variants, checked (see the module docstring)."""
+    seen: dict[str, object] = {}
+    parts = []
+    for variant in variants:
+        for path, value in parse_overrides(variant):
+            name = ".".join(path)
+            if path[0] == "model" and (len(path) != 2 or path[1] not in MODEL_FIELDS):
+                raise ConfigError(
+                    f"config.calibrate.architectures: {name} is not a model field; "
+                    f"allowed: {', '.join(MODEL_FIELDS)}"
+                )
+            if name in seen and seen[name] != value:
+                raise ConfigError(
+                    f"config.calibrate.architectures: {name} set to {seen[name]!r} and {value!r} "
+                    f"in one combination ({' + '.join(variants)})"
+                )
+            if name not in seen:
+                seen[name] = value
+                parts.append(f"{name}={value}")
+    return ",".join(parts)
+
+
+def combinations(best: tuple[str, ...], sizes: tuple[int, ...] = (2,)) -> tuple[str, ...]:
+    """Every combination of `sizes` variants of `best` (in their order), e.g. the pairs."""
+    return tuple(combine(*c) for k in sizes for c in itertools.combinations(best, k))
+
+
+def with_combinations(variants: tuple[str, ...], best: tuple[str, ...], sizes=(2,)) -> tuple[str, ...]:
+    """`variants` (the baseline first) followed by the combinations of `best` not already in it."""
+    combos = [c for c in combinations(best, sizes) if c not in variants]
+    return (*variants, *dict.fromkeys(combos))
+
+
+def with_hpo(config: ml_collections.ConfigDict, smoke: bool) -> ml_collections.ConfigDict:
+    """Turn HPO on: one Optuna study per level and variant (configs/calibrate.py:hpo's space)
+    instead of the fixed hparams; the experiment stays "enhance"."""
+    add_level_search(config, smoke)
+    config.note += "; HPO on: one Optuna study per level and variant"
+    return config

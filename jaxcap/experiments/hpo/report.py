@@ -1,0 +1,303 @@
+"""What the Optuna studies of a workdir found: the best trial per level and the HPO figures.
+
+Trials are ranked by their objective, which reads val; every number quoted for a trial (the
+baseline's and the best trial's metric, the HPO lift) is its seeds' test metric.
+
+Reads only the workdir (config.json, members.jsonl) and the study storage named in it:
+`best_trials.jsonl` holds the members.jsonl rows (one per seed, with `study` and `trial`) of
+each level's best trial, the meta-model's input; report/ gets `hpo.md`, the optimization
+history of every study and each study's hyperparameter importances (both drawn by
+`optuna.visualization.matplotlib`; Optuna's default evaluator, PED-ANOVA [1]), a heatmap of the
+importances across levels, and the best value vs difficulty with and without HPO (the baseline
+trial, the config's own hyperparameters, vs the best tuned trial): the seed design's HPO ablation.
+
+[1] Watanabe et al. 2023, "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance in
+    Arbitrary Subspaces", arXiv:2304.10255.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import warnings
+from pathlib import Path
+
+import matplotlib
+import ml_collections
+import optuna
+from optuna.trial import TrialState
+
+from jaxcap import tasks
+from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.reports.summary import fmt, fmt_bits
+from jaxcap.results.store import Store, write_atomic
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _chosen(study: optuna.Study, config, sign: float) -> optuna.trial.FrozenTrial | None:
+    """The best trial; for (val, gap) studies the Pareto trial best under the gap penalty."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not done:
+        return None
+    if len(study.directions) == 1:
+        return study.best_trial
+    penalty = config.study.gap_penalty
+    return max(study.best_trials, key=lambda t: sign * t.values[0] - penalty * max(t.values[1], 0.0))
+
+
+def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> dict | None:
+    if trial is None:
+        return None
+    seeds = trial.user_attrs.get(metric) if trial.state == TrialState.COMPLETE else None
+    seeds = [v for v in seeds if v is not None] if seeds else None
+    return {
+        "trial": trial.number,
+        "state": trial.state.name.lower(),
+        "values": trial.values,
+        "params": trial.params,
+        "seeds": seeds,
+        "mean": statistics.fmean(seeds) if seeds else None,
+    }
+
+
+def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
+    """One dict per level (study): counts, the baseline trial and the best trial."""
+    config = ml_collections.ConfigDict(json.loads(store.config_path.read_text()))
+    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
+    spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
+    sign = 1.0 if spec.higher_is_better else -1.0
+    out, studies, rows = [], [], store.member_rows()
+    for level in study_lib.levels(config):
+        name = study_lib.study_name(config, spec.family, level)
+        study = optuna.load_study(study_name=name, storage=storage)
+        trials = study.get_trials(deepcopy=False)
+        knobs = {**task.default_knobs(), **level}
+        baseline = next((t for t in trials if t.user_attrs.get("baseline")), None)
+        out.append(
+            {
+                "study": name,
+                "knobs": level,
+                "complexity_bits": task.complexity_bits(knobs),
+                "chance": _measured_chance(rows, name, task.chance(knobs)),
+                "metric": spec.success_metric,
+                "higher_is_better": spec.higher_is_better,
+                "counts": {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState},
+                "baseline": _result(baseline, spec.success_metric),
+                "best": _result(_chosen(study, config, sign), spec.success_metric),
+            }
+        )
+        studies.append(study)
+    return out, studies
+
+
+def _measured_chance(rows: list[dict], study: str, nominal: float) -> float:
+    """The median measured chance (jaxcap.core.baselines) of a study's members; nominal without any."""
+    measured = [r["chance"] for r in rows if r.get("study") == study and r.get("chance") is not None]
+    return statistics.median(measured) if measured else nominal
+
+
+def format_table(levels: list[dict]) -> str:
+    """Per level: trials finished, the baseline's and the best trial's metric, the best params."""
+    if not levels:
+        return "(no studies)"
+    names = list(dict.fromkeys(k for lv in levels for k in lv["knobs"]))
+    params = list(dict.fromkeys(p for lv in levels if lv["best"] for p in lv["best"]["params"]))
+    head = [*names, "bits", "done", "pruned", "failed", "baseline", "tuned", "trial", *params]
+    lines = []
+    for lv in levels:
+        best, base, c = lv["best"] or {}, lv["baseline"] or {}, lv["counts"]
+        lines.append(
+            [
+                *(str(lv["knobs"].get(k, "—")) for k in names),
+                fmt_bits(lv["complexity_bits"]),
+                str(c["complete"]),
+                str(c["pruned"]),
+                str(c["fail"]),
+                fmt(base.get("mean")) if base.get("state") != "fail" else "failed",
+                fmt(best.get("mean")),
+                str(best.get("trial", "—")),
+                *(
+                    fmt(best.get("params", {}).get(p), ".3g")
+                    if not isinstance(best.get("params", {}).get(p), str)
+                    else best["params"][p]
+                    for p in params
+                ),
+            ]
+        )
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
+    title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (mean over seeds)"
+    rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
+    return "\n".join([title, *rows, *(" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)])
+
+
+def _first_objective(studies: list[optuna.Study]):
+    """(target, name) for Optuna's plots: the first objective (multi-objective studies need one)."""
+    if any(len(st.directions) > 1 for st in studies):
+        return (lambda t: t.values[0]), "objective (first value)"
+    return None, "objective"
+
+
+def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+    """Optuna's own optimization history (`optuna.visualization.matplotlib`): the objective of
+    every complete trial and the best so far, one colour per study (level)."""
+    from optuna.visualization import matplotlib as optuna_plots
+
+    target, name = _first_objective(studies)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
+        ax = optuna_plots.plot_optimization_history(studies, target=target, target_name=name)
+    ax.legend(fontsize=6, loc="best")
+    ax.figure.set_size_inches(7.0, 4.2)
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=110)
+    plt.close(ax.figure)
+    return path
+
+
+def plot_importances_per_study(studies: list[optuna.Study], directory: Path) -> list[Path]:
+    """Optuna's own importance bar chart for each study with enough complete trials to rank
+    its parameters (`hpo_importance_<study>.png`)."""
+    from optuna.visualization import matplotlib as optuna_plots
+
+    paths = []
+    for study in studies:
+        if not importances(study):  # too few trials, or nothing varied
+            continue
+        target, name = _first_objective([study])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ax = optuna_plots.plot_param_importances(study, target=target, target_name=name)
+        ax.set_title(f"{study.study_name}: hyperparameter importance", loc="left")  # replaces Optuna's
+        ax.figure.tight_layout()
+        path = directory / f"hpo_importance_{re.sub(r'[^A-Za-z0-9_.=-]+', '_', study.study_name)}.png"
+        ax.figure.savefig(path, dpi=110)
+        plt.close(ax.figure)
+        paths.append(path)
+    return paths
+
+
+def importances(study: optuna.Study) -> dict[str, float]:
+    """Normalized importance of each searched parameter for the first objective ({} if too few
+    complete trials or nothing varied)."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if len(done) < 3:
+        return {}
+    target = None  # single objective: PED-ANOVA follows the study's direction
+    if len(study.directions) > 1:  # a target is read as lower-is-better
+        sign = -1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else 1.0
+        target = lambda t: sign * t.values[0]  # noqa: E731
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return optuna.importance.get_param_importances(study, target=target)
+    except (ValueError, RuntimeError, ZeroDivisionError):  # e.g. a single distinct value
+        return {}
+
+
+def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+    """Every level's importances side by side (a heatmap: Optuna draws one study at a time)."""
+    table = [importances(s) for s in studies]
+    params = sorted({p for row in table for p in row})
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(1, len(params)), 0.9 + 0.35 * len(studies)))
+    grid = [[row.get(p, float("nan")) for p in params] for row in table]
+    image = ax.imshow(grid if params else [[float("nan")]], cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(params)), params, rotation=30, ha="right", fontsize=7)
+    ax.set_yticks(range(len(studies)), [lv["study"] for lv in levels], fontsize=7)
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            if not math.isnan(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="w" if v < 0.6 else "k")
+    fig.colorbar(image, ax=ax, fraction=0.05)
+    ax.set_title("hyperparameter importance (PED-ANOVA; blank: < 3 complete trials)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
+    """The success metric vs complexity: baseline hyperparameters vs the best trial (seed range)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for key, label, color, dx in (
+        ("baseline", "baseline hyperparameters", "C7", -0.03),
+        ("best", "tuned (best trial)", "C0", 0.03),
+    ):
+        pts = [lv for lv in levels if lv[key] and lv[key]["seeds"]]
+        xs = [lv["complexity_bits"] + dx for lv in pts]
+        means = [lv[key]["mean"] for lv in pts]
+        err = [
+            [m - min(lv[key]["seeds"]) for m, lv in zip(means, pts)],
+            [max(lv[key]["seeds"]) - m for m, lv in zip(means, pts)],
+        ]
+        ax.errorbar(
+            xs,
+            means,
+            yerr=err if pts else None,
+            fmt="o",
+            color=color,
+            capsize=2,
+            ms=4,
+            label=f"{label}: mean (min-max) over seeds",
+        )
+    ordered = sorted(levels, key=lambda lv: lv["complexity_bits"])
+    ax.plot(
+        [lv["complexity_bits"] for lv in ordered],
+        [lv["chance"] for lv in ordered],
+        "--",
+        color="gray",
+        label="chance",
+    )
+    for lv in ordered:
+        ax.annotate(
+            ",".join(str(v) for v in lv["knobs"].values()),
+            (lv["complexity_bits"], 0),
+            xycoords=("data", "axes fraction"),
+            fontsize=6,
+            textcoords="offset points",
+            xytext=(0, 3),
+            ha="center",
+        )
+    ax.set_xlabel("task complexity (bits)")
+    ax.set_ylabel(levels[0]["metric"] if levels else "metric")
+    ax.set_title("with and without hyperparameter optimization", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def hpo_report(store: Store) -> list[Path]:
+    """report/: hpo.md with the table and the figures (it draws; the sweep writes the data)."""
+    levels, studies = summarize(store)
+    store.report_path.mkdir(exist_ok=True)
+    from jaxcap.reports.population import draw  # the bar shown when a rebuild takes more than 5 s
+
+    out = store.report_path
+    figures = draw(
+        [
+            lambda: plot_history(levels, studies, out / "hpo_history.png"),
+            lambda: plot_importances(levels, studies, out / "hpo_importance.png"),
+            lambda: plot_best_vs_difficulty(levels, out / "hpo_best_vs_difficulty.png"),
+        ],
+        desc="hpo report",
+    )
+    figures += plot_importances_per_study(studies, out)
+    improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["mean"] is not None]
+    sign = 1.0 if levels and levels[0]["higher_is_better"] else -1.0
+    gains = [sign * (lv["best"]["mean"] - lv["baseline"]["mean"]) for lv in improved]
+    note = (
+        f"Tuning changed {levels[0]['metric']} by {statistics.median(gains):+.3f} (median over "
+        f"{len(gains)} levels; positive = better than the baseline hyperparameters)."
+        if gains
+        else "No level has both a finished baseline and a best trial."
+    )
+    images = "\n".join(f"![{p.stem}]({p.name})" for p in figures)
+    table = format_table(levels)
+    text = f"# {store.root.name}: hyperparameter search\n\n```\n{table}\n```\n\n{note}\n\n{images}\n"
+    write_atomic(store.report_path / "hpo.md", text)
+    return [store.report_path / "hpo.md", *figures]

@@ -1,0 +1,261 @@
+"""Batched Optuna search: a round of trials is one population (evosax-style ask/tell).
+
+Each round claims up to `study.batch_trials` trials from every level's study, expands each
+trial into `sweep.seeds` members whose HParams are the trial's suggestions (traced arrays, so
+rounds never recompile), groups the members by the shape-changing suggestions (model fields)
+into buckets, and trains each bucket as one population with `run.train_bucket`. Levels share a
+population: x mod 5 and x mod 640 trials of one round are members of one program.
+
+At every eval each trial reports its seed-mean objective; the study's pruner may prune it, and
+its members are then frozen inside the running population (`MemberState.frozen`): their
+parameters stop changing. Under vmap a frozen member's step is still computed and discarded,
+so pruning saves compute only where the engine allows it: when every member of a bucket is
+frozen or diverged, the bucket stops. A trial whose member diverged is told FAIL; the others
+are told the mean over seeds, with the spread as user attributes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import ml_collections
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+
+from jaxcap import tasks
+from jaxcap.config.plan import Bucket, model_config, train_settings
+from jaxcap.config.search_space import parse_space, suggest
+from jaxcap.core.population import Member
+from jaxcap.core.runtime import numerics
+from jaxcap.experiments.hpo import rounds
+from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.results.store import Store, clean, write_atomic
+from jaxcap.training.loop import train_bucket
+
+
+@dataclasses.dataclass
+class Slot:
+    """One trial of a round: its level, study and trial, its values, and its members."""
+
+    level: int
+    study: optuna.Study
+    number: int
+    trial: optuna.Trial | None  # None when it finished before a resume (pruned or told)
+    hparams: dict[str, float]
+    model: dict[str, Any]
+    reported: set[int]
+    members: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.trial is None
+
+
+def _slot(level: int, study: optuna.Study, frozen: optuna.trial.FrozenTrial, space) -> Slot:
+    if frozen.state.is_finished():
+        hparams = {p.name: float(frozen.params[p.name]) for p in space if p.target == "hparams"}
+        model = {p.name: frozen.params[p.name] for p in space if p.target == "model"}
+        return Slot(level, study, frozen.number, None, hparams, model, set(frozen.intermediate_values))
+    trial = optuna.Trial(study, frozen._trial_id)
+    return Slot(level, study, frozen.number, trial, *suggest(trial, space), set(frozen.intermediate_values))
+
+
+def make_bucket(config, name: str, model: dict, slots: list[Slot], levels: list[dict]) -> Bucket:
+    """The population of one shape: every slot's trial x seeds, ordered slot by slot."""
+    variant = ml_collections.ConfigDict(config.to_dict())
+    variant.model.update(model)
+    task = tasks.build(variant.task.to_dict(), variant.sweep.task.to_dict())
+    members = []
+    for slot in slots:
+        slot.members = []
+        for seed in range(config.sweep.seeds):
+            slot.members.append(len(members))
+            members.append(
+                Member(
+                    index=len(members),
+                    seed=seed,
+                    hparams={**config.hparams.to_dict(), **slot.hparams},
+                    knobs={**task.default_knobs(), **levels[slot.level]},
+                    trial=slot.number,
+                )
+            )
+    settings = train_settings(variant, members)
+    # a searched dropout keeps the dropout path in every round: one compile, not two
+    settings = dataclasses.replace(settings, dropout=settings.dropout or len(config.search.dropout) > 0)
+    label = ",".join(f"model.{k}={v}" for k, v in sorted(model.items()))
+    return Bucket(name, label, variant, task, model_config(variant.model, task.spec, task), settings, members)
+
+
+def make_on_eval(slots: list[Slot], spec, study_cfg, final_step: int):
+    """Report each trial's seed-mean objective; freeze and tell PRUNED what the pruner prunes."""
+
+    def on_eval(cursor: dict, host: dict[str, np.ndarray]) -> np.ndarray:
+        frozen = np.asarray(cursor.get("frozen", [False] * len(host["diverged"])), bool)
+        step = cursor["step"]
+        for slot in slots:
+            idx = slot.members
+            if slot.finished:  # pruned before a resume: keep it frozen
+                frozen[idx] = True
+                continue
+            per_seed = [
+                study_lib.member_values({k: v[i] for k, v in host.items()}, spec, study_cfg) for i in idx
+            ]
+            if study_cfg.objective == "multi" or any(
+                v is None or host["diverged"][i] for v, i in zip(per_seed, idx)
+            ):
+                continue  # Optuna prunes single-objective trials only; diverged trials FAIL at the end
+            if step not in slot.reported:
+                slot.trial.report(float(np.mean([v[0] for v in per_seed])), step)
+                slot.reported.add(step)
+            if step < final_step and slot.trial.should_prune():
+                slot.study.tell(slot.trial, state=TrialState.PRUNED)
+                slot.trial = None
+                frozen[idx] = True
+        return frozen
+
+    return on_eval
+
+
+def _all_stopped(cursor: dict) -> bool:
+    inactive = np.asarray(cursor.get("frozen", []), bool) | (np.asarray(cursor["last"]["diverged"]) > 0)
+    return bool(inactive.all())
+
+
+def tell(slots: list[Slot], rows: list[dict], spec, study_cfg) -> dict[str, int]:
+    """Tell every unfinished trial its seed-aggregated values (or FAIL); count the outcomes."""
+    counts = {"complete": 0, "fail": 0}
+    for slot in slots:
+        if slot.finished:
+            continue
+        members = [rows[i] for i in slot.members]
+        per_seed = [study_lib.member_values(r["final"], spec, study_cfg) for r in members]
+        if any(r["status"] == "diverged" for r in members) or any(v is None for v in per_seed):
+            slot.trial.set_user_attr(
+                "diverged_seeds", [r["seed"] for r in members if r["status"] == "diverged"]
+            )
+            slot.study.tell(slot.trial, state=TrialState.FAIL)
+            counts["fail"] += 1
+        else:
+            values, attrs = study_lib.aggregate(per_seed, [r["final"] for r in members], spec)
+            for key, value in attrs.items():
+                slot.trial.set_user_attr(key, value)
+            slot.study.tell(slot.trial, values)
+            counts["complete"] += 1
+        slot.trial = None
+    return counts
+
+
+def plan_round(config, studies, round_id: str, trials, levels: list[dict]) -> list[tuple[Bucket, list[Slot]]]:
+    """The buckets of one round: its trials grouped by their shape-changing suggestions. Trial by
+    trial, its suggestions are drawn once (jaxcap/experiments/hpo/rounds.py) before its slot records them."""
+    space, slots = parse_space(config.search), []
+    for level, frozen in sorted(trials, key=lambda lt: (lt[0], lt[1].number)):
+        if not frozen.state.is_finished():
+            sampler = study_lib.make_sampler(config.study, config.seed, level, frozen.number)
+            rounds.fix_suggestions(studies[level], frozen._trial_id, space, sampler)
+        slots.append(_slot(level, studies[level], frozen, space))
+    groups: dict[tuple, list[Slot]] = {}
+    for slot in slots:
+        groups.setdefault(tuple(sorted(slot.model.items())), []).append(slot)
+    return [
+        (make_bucket(config, f"r{round_id}g{j}", dict(key), groups[key], levels), groups[key])
+        for j, key in enumerate(sorted(groups, key=repr))
+    ]
+
+
+def run_round(config, store: Store, studies, round_id: str, trials, levels: list[dict]) -> None:
+    """Train the trials of one round (grouped into buckets by shape) and tell their results."""
+    for bucket, group in plan_round(config, studies, round_id, trials, levels):
+        spec, names = bucket.task.spec, {slot.study.study_name for slot in group}
+        print(
+            f"[round {round_id}] {len(group)} trials of {len(names)} studies x {config.sweep.seeds} seeds "
+            f"= {len(bucket.members)} members" + (f" ({bucket.label})" if bucket.label else ""),
+            flush=True,
+        )
+        if store.complete(bucket.name, len(bucket.members)):  # trained before a kill, not yet told
+            rows = [r for r in store.member_rows() if r["bucket"] == bucket.name]
+        else:
+            on_eval = make_on_eval(group, spec, config.study, bucket.settings.steps)
+            model = bucket.config.model
+            with numerics(
+                bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)
+            ):
+                rows = train_bucket(bucket, store, config.runtime, stop_fn=_all_stopped, on_eval=on_eval)
+        rows = sorted(rows, key=lambda r: r["member"])
+        for slot in group:
+            for i in slot.members:
+                rows[i]["study"] = slot.study.study_name
+        store.add_member_rows(rows)
+        counts = tell(group, rows, spec, config.study)
+        pruned = sum(r["status"] == "pruned" for r in rows) // config.sweep.seeds
+        print(
+            f"[round {round_id}] told {counts['complete']} complete, {pruned} pruned, "
+            f"{counts['fail']} failed",
+            flush=True,
+        )
+        shutil.rmtree(store.ckpt_path / bucket.name, ignore_errors=True)  # told: nothing to resume
+
+
+def run_sweep(config, store: Store) -> list[optuna.Study]:
+    """Claim and train rounds until no study of this config has a waiting trial left."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    owner = str(store.root.resolve())
+    private = config.study.storage in ("", "journal")  # in the workdir: no other worker sees it
+    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
+    spec = task.spec
+    levels = study_lib.levels(config) or [{}]
+    studies = study_lib.open_studies(config, store.root, spec.family, spec.higher_is_better)
+    n_rounds = 0
+    while True:
+        trained = store.finished_buckets() | (
+            {p.name for p in store.ckpt_path.iterdir()} if store.ckpt_path.is_dir() else set()
+        )
+        round_id, trials, resumed = rounds.next_trials(
+            studies, owner, config.study.batch_trials, private, trained
+        )
+        if resumed:
+            print(f"[round {round_id}] resuming {len(trials)} trials left by a killed run", flush=True)
+        if not trials:
+            if not n_rounds:
+                print("finished: no study of this config has a trial left to run", flush=True)
+            break
+        n_rounds += 1
+        start = time.time()
+        run_round(config, store, studies, round_id, trials, levels)
+        print(f"[round {round_id}] {time.time() - start:.0f} s", flush=True)
+    return studies
+
+
+def write_best_trials(store: Store, levels: list[dict]) -> Path:
+    """best_trials.jsonl: the members.jsonl rows of each level's best trial (this workdir's)."""
+    rows = store.member_rows()
+    best = {(lv["study"], lv["best"]["trial"]) for lv in levels if lv["best"]}
+    chosen = [r for r in rows if (r.get("study"), r["trial"]) in best]
+    path = store.root / "best_trials.jsonl"
+    write_atomic(path, "".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in chosen))
+    return path
+
+
+def hpo_experiment(config, store: Store) -> list[dict]:
+    """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report."""
+    from jaxcap.experiments.hpo import report as hpo_report
+
+    start = time.time()
+    run_sweep(config, store)
+    levels, _ = hpo_report.summarize(store)
+    write_best_trials(store, levels)
+    written = hpo_report.hpo_report(store)
+    print(hpo_report.format_table(levels), flush=True)
+    print(
+        f"wrote best_trials.jsonl, members.jsonl, "
+        f"{', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root} "
+        f"({time.time() - start:.0f} s)",
+        flush=True,
+    )
+    return levels

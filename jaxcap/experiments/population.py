@@ -1,0 +1,74 @@
+"""The population experiment: train the grid of `config` bucket by bucket, print the per-level
+table, write report/ (jaxcap.reports)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import ml_collections
+
+from jaxcap.config.plan import Bucket, plan
+from jaxcap.core import sharding
+from jaxcap.core.checkpoint import latest_cursor
+from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.core.runtime import numerics
+from jaxcap.reports import summary
+from jaxcap.results.store import Store, write_atomic
+from jaxcap.training.loop import StopFn, train_bucket
+
+
+def identity(config: ml_collections.ConfigDict) -> dict:
+    """The part of a config that defines the run (runtime options may change on resume)."""
+    out = config.to_dict()
+    out.pop("runtime")
+    return out
+
+
+def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn | None = None) -> list[Bucket]:
+    """Train every bucket of `config` that the store does not hold yet; returns the buckets."""
+    buckets = plan(config)
+    for bucket in buckets:  # every population fits the devices, before anything compiles
+        sharding.device_count(len(bucket.members), config.runtime.devices)
+    finished = {b.name for b in buckets if store.complete(b.name, len(b.members))}
+    if len(finished) == len(buckets):
+        print(f"finished: {store.root} already holds this run's results", flush=True)
+        for b in buckets:  # a table that lost rows (a torn line) says so
+            store.check_tables(b.name, len(b.members), latest_cursor(store.ckpt_path / b.name))
+    for bucket in buckets:
+        if bucket.name not in finished:  # (a bucket missing rows rebuilds them from its last checkpoint)
+            model = bucket.config.model
+            needs_x64 = "float64" in (model.param_dtype, model.compute_dtype)
+            with numerics(bucket.config.train.matmul_precision, needs_x64):
+                train_bucket(bucket, store, config.runtime, stop_fn)
+    return buckets
+
+
+def population_report(store: Store) -> list[Path]:
+    """report/: the per-level table (report.md) and the success-metric-vs-complexity figure."""
+    rows = store.member_rows()
+    table = summary.format_table(summary.levels(rows, HPARAM_NAMES))
+    store.report_path.mkdir(exist_ok=True)
+    figure = summary.plot_levels(rows, store.report_path / "accuracy_vs_complexity.png")
+    from jaxcap.reports.population import population_figures  # dynamics, generalization gap, final metrics
+
+    figures, section = population_figures(store, rows)
+    text = f"# {store.root.name}\n\n```\n{table}\n```\n\n![{figure.stem}]({figure.name})\n{section}"
+    write_atomic(store.report_path / "report.md", text)
+    return [store.report_path / "report.md", figure, *figures]
+
+
+def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
+    """Train the grid, print the per-level table, write the report."""
+    start = time.time()
+    train_all(config, store)
+    rows = store.member_rows()
+    print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
+    written = population_report(store)
+    print(
+        f"wrote {store.members_path.name}, {store.evals_path.name}, {store.curves_path.name}, "
+        f"{', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root} "
+        f"({time.time() - start:.0f} s)",
+        flush=True,
+    )
+    return rows

@@ -1,0 +1,225 @@
+"""The meta-model's table: one row per (architecture, task family, difficulty level, seed).
+
+Built from one or more workdirs. A workdir holding `best_trials.jsonl` (an Optuna study's best
+trials per level, same row schema as members.jsonl) is read from that file, any other from
+`members.jsonl`. Within each (architecture, family, level) the hyperparameter setting with the
+best median val metric over its seeds is kept (`jaxcap.results.outcomes`, as in the run's table): the
+question is whether the architecture can learn the level, not whether one learning rate can.
+Its seeds are the rows; each seed's outcome is its `success` flag, read on test.
+
+Decisions: a `pruned` member (stopped by a sweep before its end) has no outcome and is dropped;
+a `diverged` member is a failure (its run did not learn the task; the core writes success =
+False for it) and stays. An architecture is its model fields that do not depend on the task
+(layers, widths, heads, activation, norm, positions, attention, dtypes, and any switch added
+later); the training budget is not part of it, so fit architectures trained alike. A level is
+its family plus every task field except those that do not change what is learned
+(`level_fields`); a family is the task's `family`, split by `FAMILY_FIELDS` where one
+task holds several families (binop's operations).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from jaxcap.models import ModelConfig, param_count
+from jaxcap.models.config import MODEL_FIELDS, PRECISION_BITS
+from jaxcap.results import outcomes
+from jaxcap.results.store import clean, read_jsonl, write_atomic
+
+# set by the task, not chosen: a language model must be causal whatever its architecture
+TASK_DEPENDENT_MODEL_FIELDS = ("vocab_size", "seq_len", "n_outputs", "input_dim", "readout", "attention")
+IGNORED_TASK_FIELDS = ("n_eval",)  # the eval subset size; and every max_* field (see level_fields)
+FAMILY_FIELDS = {"binop": ("operation",)}
+
+
+_MODEL_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+
+
+def arch_fields(row: dict) -> dict:
+    """The architecture of a row; switches added after the row was written take their defaults
+    (off), so an older run and a newer run of the same model are one architecture."""
+    model = {k: v for k, v in _MODEL_DEFAULTS.items() if k in MODEL_FIELDS} | row["model"]
+    return {k: v for k, v in sorted(model.items()) if k not in TASK_DEPENDENT_MODEL_FIELDS}
+
+
+def family_name(row: dict) -> str:
+    extra = [str(row["task"][f]) for f in FAMILY_FIELDS.get(row["family"], ()) if f in row["task"]]
+    return ":".join([row["family"], *extra])
+
+
+def level_fields(row: dict) -> dict:
+    """The task fields that define a level. `max_*` fields are sizes set from a sweep so that
+    every level shares one program (head size, padding, examples drawn), not the level itself."""
+    return {
+        k: v
+        for k, v in sorted(row["task"].items())
+        if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
+    }
+
+
+def _key(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def read_rows(workdir: str | Path) -> list[dict]:
+    """A workdir's result rows: best_trials.jsonl when present, else members.jsonl."""
+    root = Path(workdir)
+    best = root / "best_trials.jsonl"
+    rows = read_jsonl(best if best.exists() else root / "members.jsonl")
+    return [{**r, "source": str(root)} for r in rows]
+
+
+def best_setting_rows(rows: list[dict]) -> list[dict]:
+    """Per (architecture, family, level): the rows of the best hyperparameter setting, chosen on
+    val by the one rule of `jaxcap.results.outcomes` (pruned members have no outcome and are left out)."""
+    key = lambda r: (_key(arch_fields(r)), family_name(r), _key(level_fields(r)))
+    return [r for best in outcomes.best_settings(rows, key).values() for r in best]
+
+
+@dataclasses.dataclass
+class Table:
+    """Seed-level outcomes with integer codes for architecture, family and level."""
+
+    rows: list[dict]  # arch, family, level (ints), seed, success, complexity_bits, value, ...
+    archs: list[dict]  # the model fields of each architecture
+    families: list[str]
+    levels: list[dict]  # family (int), complexity_bits, fields (task), label
+
+    @property
+    def fingerprint(self) -> str:
+        text = _key([self.rows, self.archs, self.families, self.levels])
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+    def arch_label(self, a: int) -> str:
+        m = self.archs[a]
+        return (
+            f"a{a}: {m['n_layers']}L d{m['d_model']} {m['n_heads']}x{m['d_head']} "
+            f"ff{m['d_ff']} {m['param_dtype']}"
+        ) + "".join(f" {k}={v}" for k, v in m.items() if a and v != self.archs[0][k] and k not in _SHOWN)
+
+    def budgets(self, a: int) -> dict:
+        """The capacity issue's budgets: heads x d_head x precision, and parameters x precision
+        (parameters of the body: embedding and head depend on the task and are left out)."""
+        m = self.archs[a]
+        bits = m.get("qat_bits") or PRECISION_BITS[m["param_dtype"]]  # k-bit QAT stores k bits
+        body = ModelConfig(vocab_size=0, seq_len=0, n_outputs=0, **m)
+        totals = [r["n_params"] for r in self.rows if r["arch"] == a]
+        return {
+            "attention_bits": m["n_heads"] * m["d_head"] * bits,
+            "body_params": param_count(body),
+            "param_bits": param_count(body) * bits,
+            "n_params_range": (min(totals), max(totals)) if totals else None,
+        }
+
+
+_SHOWN = ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "param_dtype")
+
+
+def build_table(rows: list[dict]) -> Table:
+    """Code the kept rows; levels with complexity <= 0 cannot enter a log-scale model (dropped)."""
+    rows = [r for r in best_setting_rows(rows) if r["complexity_bits"] and r["complexity_bits"] > 0]
+    archs: dict[str, int] = {}
+    families: dict[str, int] = {}
+    levels: dict[tuple, int] = {}
+    level_info: list[dict] = []
+    out = []
+    for r in rows:  # codes in order of first appearance: workdirs in the order given
+        a = archs.setdefault(_key(arch_fields(r)), len(archs))
+        f = families.setdefault(family_name(r), len(families))
+        fields = level_fields(r)
+        lk = (f, _key(fields))
+        if lk not in levels:
+            levels[lk] = len(levels)
+            level_info.append({"family": f, "complexity_bits": float(r["complexity_bits"]), "fields": fields})
+        out.append(
+            {
+                "arch": a,
+                "family": f,
+                "level": levels[lk],
+                "seed": r["seed"],
+                "success": bool(r["success"]),
+                "status": r["status"],
+                "complexity_bits": float(r["complexity_bits"]),
+                "chance": r["chance"],
+                "metric": r["success_metric"],
+                "value": r["final"].get(r["success_metric"]),
+                "threshold": r["success_threshold"],
+                "hparams": r["hparams"],
+                "n_params": r["n_params"],
+                "source": r.get("source", ""),
+            }
+        )
+    for f in range(len(families)):  # label each level by the task fields that vary in its family
+        mine = [lv for lv in level_info if lv["family"] == f]
+        varying = sorted(k for k in mine[0]["fields"] if len({_key(lv["fields"][k]) for lv in mine}) > 1)
+        for lv in mine:
+            lv["label"] = (
+                ",".join(f"{k}={lv['fields'][k]}" for k in varying) or f"{lv['complexity_bits']:.3g}b"
+            )
+    arch_list = [json.loads(k) for k in archs]
+    return Table(out, arch_list, list(families), level_info)
+
+
+def load_table(workdirs: list[str | Path]) -> Table:
+    rows = [r for w in workdirs for r in read_rows(w)]
+    if not rows:
+        raise ValueError(f"no result rows in {', '.join(map(str, workdirs))}")
+    return build_table(rows)
+
+
+def save_table(table: Table, path: str | Path) -> Path:
+    """table.json: the coded rows and the labels behind them (what the report reads)."""
+    path = Path(path)
+    write_atomic(path, json.dumps(clean(dataclasses.asdict(table)), sort_keys=True) + "\n")
+    return path
+
+
+def read_table(path: str | Path) -> Table:
+    return Table(**json.loads(Path(path).read_text()))
+
+
+def cell_data(table: Table, reference: int, held_out: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
+    """The model's inputs for one fit (K = 1): one cell per (arch, family, level).
+
+    Cells whose level is in `held_out` (a boolean mask over levels) enter with 0 trials, so
+    they do not inform the fit but keep every array the same shape across folds.
+    """
+    counts: dict[tuple[int, int, int], list[int]] = {}
+    for r in table.rows:
+        c = counts.setdefault((r["arch"], r["family"], r["level"]), [0, 0])
+        c[0] += 1
+        c[1] += int(r["success"])
+    keys = sorted(counts)
+    cells = np.array(keys, np.int32).reshape(-1, 3)
+    trials = np.array([counts[k][0] for k in keys], np.float64)
+    successes = np.array([counts[k][1] for k in keys], np.float64)
+    if held_out is not None:
+        keep = ~held_out[cells[:, 2]]
+        trials, successes = trials * keep, successes * keep
+    bits = np.array([table.levels[lv]["complexity_bits"] for lv in cells[:, 2]])
+    data = {
+        "cell_arch": cells[:, 0],
+        "cell_family": cells[:, 1],
+        "cell_level": cells[:, 2],
+        "log_bits": np.log(bits),
+        "trials": trials[None, :],
+        "arch_index": np.arange(len(table.archs)),
+        "family_index": np.arange(len(table.families)),
+        "level_family": np.array([lv["family"] for lv in table.levels], np.int32),
+        "reference": np.array([reference], np.int32),
+        "log_bits_center": np.float64(np.mean(np.log(bits))),
+    }
+    return data, successes[None, :]
+
+
+def stack_folds(parts: list[tuple[dict, np.ndarray]]) -> tuple[dict, np.ndarray]:
+    """K single-fold inputs of one table -> one K-fold input (the model fits them jointly)."""
+    data = dict(parts[0][0])
+    data["trials"] = np.concatenate([d["trials"] for d, _ in parts])
+    data["reference"] = np.concatenate([d["reference"] for d, _ in parts])
+    return data, np.concatenate([obs for _, obs in parts])

@@ -1,0 +1,161 @@
+"""The meta-model's report: C, θ, boundaries, held-out validation, calibration (report/).
+
+Reads only `table.json`, `posterior.nc` and `validation.json`. Figures: success vs complexity
+per family with the posterior predictive curve for a new level (mean, 50% and 90% bands) and
+the boundary b* = C/θ; the posterior of C per architecture next to its budgets; the reliability
+diagram of held-out predictions; held-out predictions against outcomes per cell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+import numpy as np
+
+from jaxcap.meta.data import Table
+from jaxcap.meta.fit import Posterior
+from jaxcap.meta.model import boundary_bits, success_probability
+from jaxcap.meta.summary import markdown, posterior_tables
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.Generator) -> Path:
+    meta, d = posterior.meta, posterior.draws
+    n_f = len(meta["families"])
+    fig, axes = plt.subplots(1, n_f, figsize=(4.2 * n_f, 3.4), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    bstar = boundary_bits(d)
+    for f, ax in enumerate(axes[0]):
+        bits = [lv["complexity_bits"] for lv in table.levels if lv["family"] == f]
+        grid = np.geomspace(min(bits) / 1.5, max(bits) * 1.5, 60)
+        for a in range(len(meta["arch_labels"])):
+            color = colors[a % len(colors)]
+            p = success_probability(d, np.log(grid), rng, arch=a, family=f)
+            ax.fill_between(grid, *np.quantile(p, [0.05, 0.95], axis=0), color=color, alpha=0.15, lw=0)
+            ax.fill_between(grid, *np.quantile(p, [0.25, 0.75], axis=0), color=color, alpha=0.25, lw=0)
+            ax.plot(grid, p.mean(0), color=color, label=meta["arch_labels"][a].split(":")[0])
+            lo, mid, hi = np.quantile(bstar[:, a, f], [0.05, 0.5, 0.95])
+            ax.axvline(mid, color=color, ls="--", lw=1)
+            ax.axvspan(lo, hi, color=color, alpha=0.07)
+            obs: dict[int, list[bool]] = {}
+            for r in table.rows:
+                if r["family"] == f and r["arch"] == a:
+                    obs.setdefault(r["level"], []).append(r["success"])
+            xs = [table.levels[lv]["complexity_bits"] for lv in obs]
+            ax.scatter(
+                xs,
+                [np.mean(v) for v in obs.values()],
+                s=[12 + 6 * len(v) for v in obs.values()],
+                color=color,
+                edgecolor="k",
+                lw=0.5,
+                zorder=3,
+            )
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(meta["families"][f] + (" (θ = 1)" if f == meta["reference"] else ""))
+        ax.set_xlabel("complexity (bits)")
+    axes[0][0].set_ylabel("P(success): dots observed, line predicted")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_capacity(path: Path, posterior: Posterior) -> Path:
+    tables = posterior_tables(posterior)
+    c = np.exp(posterior.draws["log_C"])
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(tables["archs"]), 3.6))
+    ax.violinplot([c[:, a] for a in range(c.shape[1])], showmedians=True)
+    for a, arch in enumerate(tables["archs"]):
+        ax.scatter(
+            [a + 1],
+            [arch["attention_bits"]],
+            marker="_",
+            s=400,
+            color="C1",
+            label="H x d_head x precision" if a == 0 else None,
+        )
+        ax.scatter(
+            [a + 1],
+            [arch["param_bits"]],
+            marker="_",
+            s=400,
+            color="C3",
+            label="params x precision (body)" if a == 0 else None,
+        )
+    ax.set_yscale("log")
+    ax.set_xticks(range(1, c.shape[1] + 1), [a["label"].split(":")[0] for a in tables["archs"]])
+    ref = posterior.meta["families"][posterior.meta["reference"]]
+    ax.set_ylabel(f"C (bits of {ref})")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_calibration(path: Path, valid: dict) -> Path:
+    kinds = list(valid.get("scores", {}))
+    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(3.8 * max(len(kinds), 1), 3.6), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        for m, style in (("meta_model", "o-"), ("pooled_logistic", "s:"), ("per_family_logistic", "^:")):
+            bins = valid["scores"][kind][m]["reliability"]
+            ax.plot([b["predicted"] for b in bins], [b["observed"] for b in bins], style, label=m, ms=4)
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+        ax.set_title(f"held-out {kind}")
+        ax.set_xlabel("predicted P(success)")
+        ax.set_ylabel("observed frequency")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_heldout(path: Path, valid: dict) -> Path:
+    fig, ax = plt.subplots(figsize=(4.2, 3.8))
+    for i, fold_kind in enumerate(("levels", "families")):
+        cells = [c for f in valid.get("folds", []) if f["kind"] == fold_kind for c in f["cells"]]
+        if not cells:
+            continue
+        x = np.array([c["p_mean"] for c in cells])
+        err = np.array(
+            [[c["p_mean"] - c["p_lo90"] for c in cells], [c["p_hi90"] - c["p_mean"] for c in cells]]
+        )
+        err = np.clip(err, 0.0, None)  # a skewed posterior can put its mean outside the 90% interval
+        y = np.array([c["successes"] / c["trials"] for c in cells]) + (i - 0.5) * 0.02
+        ax.errorbar(x, y, xerr=err, fmt="o", ms=3, lw=0.6, label=f"held-out {fold_kind}")
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+    ax.set_xlabel("predicted P(success) (90% interval)")
+    ax.set_ylabel("observed success fraction of the cell")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    else:  # validation was turned off (e.g. the enhance configs' default)
+        ax.set_title("no held-out validation in this run", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: dict) -> list[Path]:
+    """report.md (jaxcap.meta.summary) and the four figures."""
+    report_dir = Path(report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    figures = [
+        plot_curves(report_dir / "success_vs_complexity.png", table, posterior, rng),
+        plot_capacity(report_dir / "capacity.png", posterior),
+        plot_calibration(report_dir / "calibration.png", valid),
+        plot_heldout(report_dir / "heldout.png", valid),
+    ]
+    path = report_dir / "report.md"
+    path.write_text(markdown(posterior, valid, figures))
+    return [path, *figures]

@@ -1,0 +1,157 @@
+"""Per-level summary of a run: the table the launch prints and the success-vs-complexity plot.
+
+A *level* is one task setting (family + knob values). If hyperparameters were swept, each
+level is reported with its best setting, chosen on **val** (`jaxcap.results.outcomes`: the one rule),
+since the question is whether the architecture can learn the level, not whether one learning
+rate can; its outcome is read on **test**. Beside each score stand the level's measured chance
+(the best input-blind predictor, fitted on the training split) and, where the task has one, its
+shortcut's score. Diverged members are counted as failures and shown, never averaged in as NaN.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from jaxcap.reports import learnability
+from jaxcap.results import outcomes
+
+
+def _key(row: dict) -> tuple:
+    return (row["bucket"], row["family"], tuple(sorted(row["knobs"].items())))
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None and v == v]
+    return statistics.median(values) if values else None
+
+
+def levels(rows: list[dict], hparam_names: tuple[str, ...]) -> list[dict]:
+    """One summary dict per level, sorted by complexity."""
+    swept = [n for n in hparam_names if len({r["hparams"][n] for r in rows}) > 1]
+    everyone: dict[tuple, list[dict]] = {}
+    for row in rows:
+        everyone.setdefault(_key(row), []).append(row)
+    out = []
+    for key, best in outcomes.best_settings(rows, _key).items():
+        members, first = everyone[key], everyone[key][0]
+        ok = [r for r in best if r["status"] == "ok"]
+        values = [r["final"][r["success_metric"]] for r in ok]
+        reached = [r["steps_to_val_threshold"] for r in ok if r["steps_to_val_threshold"] is not None]
+        entropy = [r["final"].get("val_entropy") for r in ok]
+        out.append(
+            {
+                "bucket": first["bucket_label"] or first["bucket"],
+                "family": first["family"],
+                "knobs": first["knobs"],
+                "complexity_bits": first["complexity_bits"],
+                "metric": first["success_metric"],
+                "select_metric": outcomes.select_metric(first),
+                "threshold": first["success_threshold"],
+                "best": {n: best[0]["hparams"][n] for n in swept} if best else {},
+                "values": values,
+                "median": _median(values),
+                "min": min(values) if values else None,
+                "max": max(values) if values else None,
+                "val": _median([r["final"].get(outcomes.select_metric(r)) for r in ok]),
+                "chance": _median([r.get("chance") for r in best]) if best else first.get("chance"),
+                "shortcut": _median([r.get("shortcut") for r in best]),
+                "shortcut_name": first.get("shortcut_name"),
+                "steps_to_val": statistics.median(reached) if reached else None,
+                "n_reached": len(reached),
+                "n": len(best),
+                "n_success": sum(bool(r["success"]) for r in best),
+                "entropy": _median(entropy),
+                "diverged": sum(r["status"] == "diverged" for r in best),
+                "diverged_all": sum(r["status"] == "diverged" for r in members),
+                "n_all": len(members),
+                "higher_is_better": first["higher_is_better"],
+                "learned": outcomes.learned(best),
+            }
+        )
+    return sorted(out, key=lambda lv: (lv["bucket"], lv["family"], lv["complexity_bits"]))
+
+
+def fmt(x, spec=".3f") -> str:
+    """A number for a table; a dash for a missing one."""
+    return "—" if x is None else format(x, spec)
+
+
+def fmt_bits(bits: float) -> str:
+    """A complexity in bits: two decimals, or whole bits with thousands separators from 10,000 on
+    (a text corpus's complexity runs to millions of bits)."""
+    return f"{bits:,.0f}" if abs(bits) >= 1e4 else f"{bits:.2f}"
+
+
+def format_table(levels_: list[dict]) -> str:
+    """A fixed-width table per level: knobs, bits, the selection (val) median, the reported (test)
+    median [min, max] over seeds, chance and shortcut, steps to the val threshold, entropy,
+    diverged seeds and successes."""
+    if not levels_:
+        return "(no finished members)"
+    knob_names = list(dict.fromkeys(k for lv in levels_ for k in lv["knobs"]))
+    best_names = list(dict.fromkeys(k for lv in levels_ for k in lv["best"]))
+    buckets = list(dict.fromkeys(lv["bucket"] for lv in levels_))
+    bucket_col = ["bucket"] if len(buckets) > 1 else []
+    shortcut_col = ["shortcut"] if any(lv["shortcut"] is not None for lv in levels_) else []
+    first = levels_[0]
+    selected_on_val = first["select_metric"] != first["metric"]
+    val_col = [first["select_metric"].split("_", 1)[0]] if selected_on_val else []
+    head = [*bucket_col, *knob_names, "bits", *best_names, *val_col, "median", "min", "max", "chance"]
+    head += [*shortcut_col, "val_steps_to_thr", "entropy", "diverged", "success", "learned"]
+    lines = []
+    for lv in levels_:
+        diverged = f"{lv['diverged']}/{lv['n']}"
+        if lv["diverged_all"] > lv["diverged"]:  # other settings of the level diverged too
+            diverged += f" ({lv['diverged_all']}/{lv['n_all']} all)"
+        lines.append(
+            [
+                *([lv["bucket"]] if bucket_col else []),
+                *(str(lv["knobs"].get(k, "—")) for k in knob_names),
+                fmt_bits(lv["complexity_bits"]),
+                *(fmt(lv["best"].get(n), ".3g") for n in best_names),
+                *([fmt(lv["val"])] if val_col else []),
+                fmt(lv["median"]),
+                fmt(lv["min"]),
+                fmt(lv["max"]),
+                fmt(lv["chance"]),
+                *([fmt(lv["shortcut"])] if shortcut_col else []),
+                f"{fmt(lv['steps_to_val'], '.0f')} ({lv['n_reached']}/{lv['n']})",
+                fmt(lv["entropy"], ".2f"),
+                diverged,
+                f"{lv['n_success']}/{lv['n']}",
+                "yes" if lv["learned"] else "no",
+            ]
+        )
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
+    families = ", ".join(dict.fromkeys(lv["family"] for lv in levels_))
+    chosen = f"best setting on {first['select_metric']}; " if best_names else ""
+    title = f"{families}: {first['metric']} per level ({chosen}{max(lv['n'] for lv in levels_)} seeds)"
+    rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
+    rows += [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
+    notes = [
+        f"median/min/max: {first['metric']} over seeds; chance: the best input-blind predictor fitted on "
+        "each member's train split"
+    ]
+    if shortcut_col:
+        notes.append(f"shortcut: {first['shortcut_name']} (reads the input, does not solve the task)")
+    notes.append(
+        f"success: {first['metric']} {'>=' if first['higher_is_better'] else '<='} {first['threshold']} "
+        "and not diverged; learned: a strict majority of seeds succeeded; val_steps_to_thr: first eval at "
+        "the val threshold"
+    )
+    return "\n".join([title, *rows, *notes])
+
+
+def plot_levels(rows: list[dict], path: Path) -> Path:
+    """Success metric vs complexity per family (`jaxcap.reports.learnability`: learned levels marked one
+    by one, a boundary only where success is monotone in bits)."""
+    lvls = levels(rows, tuple(rows[0]["hparams"]) if rows else ())
+    model = rows[0]["model"] if rows else {}
+    title = (
+        f"{model.get('n_layers')} layers, d_model {model.get('d_model')}, {model.get('n_heads')} heads "
+        f"({rows[0]['n_params']:,} params)"
+        if rows
+        else ""
+    )
+    return learnability.levels_figure(lvls, path, title)[0]

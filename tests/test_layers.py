@@ -1,0 +1,131 @@
+"""The package's layers: every import (module level or inside a function) points down or
+sideways, never up, and no set of modules imports itself round a cycle.
+
+Bottom to top (docs/design.md, "Layout"): the config vocabulary (`config.fields`: ConfigError and
+the field types every layer checks with) -> tasks and models -> the engine (`core`) -> the
+config proper (defaults, schema checks, the bucket plan, the experiment registry of dotted names)
+-> results (store, curves, the one success rule) -> training (the host loop) -> meta-model and
+reports -> experiments and benchmarks -> the entry points. Experiments are reached from below only
+through `config.registry`'s dotted names, resolved with importlib on use (not an import).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = (  # bottom first; a module's layer is its longest matching prefix
+    ("jaxcap.config.fields",),
+    ("jaxcap.tasks", "jaxcap.models"),
+    ("jaxcap.core",),
+    ("jaxcap.config",),
+    ("jaxcap.results",),
+    ("jaxcap.training",),
+    ("jaxcap.meta", "jaxcap.reports"),
+    ("jaxcap.experiments", "jaxcap.benchmarks"),
+    ("jaxcap.run", "jaxcap.launch", "jaxcap.report", "jaxcap.predict", "jaxcap.bench", "jaxcap"),
+)
+
+
+def layer(module: str) -> int:
+    best = max(
+        (
+            (len(p), i)
+            for i, prefixes in enumerate(LAYERS)
+            for p in prefixes
+            if module == p or module.startswith(p + ".")
+        ),
+        default=None,
+    )
+    assert best is not None, f"{module} is in no layer"
+    return best[1]
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, root: Path, known: set[str]) -> set[str]:
+    """The jaxcap modules `path` imports anywhere in its body (`from a import b` counts a.b when
+    a.b is a module, else a)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.split(".")[0] == "jaxcap"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "jaxcap":
+                out |= {
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                    for a in node.names
+                }
+    return out
+
+
+def graph(root: Path) -> dict[str, set[str]]:
+    paths = {module_name(p, root): p for p in (root / "jaxcap").rglob("*.py")}
+    return {m: imports(p, root, set(paths)) - {m} for m, p in paths.items()}
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in edges.items() for b in targets if layer(b) > layer(a))
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v), on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_imports_point_down_and_form_no_cycle():
+    edges = graph(ROOT)
+    assert not upward(edges), "imports up the layer order:\n" + "\n".join(upward(edges))
+    assert not cycles(edges), f"import cycles: {cycles(edges)}"
+
+
+def test_a_planted_upward_import_and_cycle_fail(tmp_path):
+    """The check is not vacuous: a task importing the host loop is caught, and so is a cycle."""
+    (tmp_path / "jaxcap" / "tasks").mkdir(parents=True)
+    (tmp_path / "jaxcap" / "training").mkdir()
+    (tmp_path / "jaxcap" / "tasks" / "bad.py").write_text("def f():\n    from jaxcap.training import loop\n")
+    (tmp_path / "jaxcap" / "training" / "loop.py").write_text("from jaxcap.tasks import bad\n")
+    edges = graph(tmp_path)
+    assert upward(edges) == ["jaxcap.tasks.bad -> jaxcap.training.loop"]
+    assert cycles(edges) == [["jaxcap.tasks.bad", "jaxcap.training.loop"]]
+
+
+def test_reporting_a_population_imports_neither_optuna_nor_numpyro():
+    code = (
+        "import sys\nfrom jaxcap import report\nfrom jaxcap.config.registry import EXPERIMENTS, resolve\n"
+        "resolve(EXPERIMENTS['population'].report)\n"
+        "print(sorted(m for m in ('optuna', 'numpyro') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
