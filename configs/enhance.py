@@ -38,7 +38,7 @@ VARIANTS = (
     "model.qat_bits=4",
     "model.norm_type=rms,model.residual=dense",  # a combination
 )
-# the singles with the highest median multipliers at the default scale (README); learned
+# the singles with the highest median multipliers at the default scale (docs/enhance.md); learned
 # positions (configs/ablate.py) cannot combine with rotary ones: one pos_encoding per model
 BEST = ("model.pos_encoding=rotary", "model.norm_type=rms", "model.residual=dense")
 

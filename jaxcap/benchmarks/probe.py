@@ -4,7 +4,7 @@
     python -m jaxcap.bench --probe --models baseline --batch 512
 
 On an H100 the grok model trained 12,810 model-steps/s at P = 64 in one fresh process and
-7,284-7,729 in later processes on the same warm machine (README, "Benchmark"). Each condition
+7,284-7,729 in later processes on the same warm machine (docs/benchmarks.md). Each condition
 below runs the same `python -m jaxcap.bench` command in a fresh Python process and changes one
 thing: GPU memory preallocation off, XLA's GEMM autotuning off, a compilation cache that is
 empty (the process compiles and fills it) and then warm (the next process loads the program

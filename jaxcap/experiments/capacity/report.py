@@ -138,7 +138,7 @@ def exposure_table(archs: list[dict]) -> list[str]:
 
 
 def literature(archs: list[dict]) -> str:
-    """Our numbers beside the published protocols' (see the README's capacity section)."""
+    """Our numbers beside the published protocols' (docs/capacity.md)."""
 
     def at(e):
         vals = [p["bits_per_param"] for a in archs for p in a["exposure_curve"] if p["exposures"] == e]
