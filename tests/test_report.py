@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jaxcap.config.base import load_config
+from jaxcap import report as report_cli
 from jaxcap.reports import population as report
 from jaxcap.reports.summary import fmt_bits
 from jaxcap.results.store import Store
@@ -75,7 +76,7 @@ def test_cli_rebuilds_the_report_from_the_workdir(grokking_smoke):
 
 def test_cli_refuses_a_directory_without_a_run(tmp_path):
     with pytest.raises(SystemExit, match="holds no config.json"):
-        report.main(["--workdir", str(tmp_path / "nothing")])
+        report_cli.main(["--workdir", str(tmp_path / "nothing")])
     assert not (tmp_path / "nothing").exists()
 
 
