@@ -56,12 +56,15 @@ def imports(path: Path, root: Path, known: set[str]) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.split(".")[0] == "jaxcap"}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.split(".")[0] == "jaxcap":
-                out |= {
-                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
-                    for a in node.names
-                }
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "jaxcap"
+        ):
+            out |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                for a in node.names
+            }
     return out
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxcap.config.base import load_config
 from jaxcap import report as report_cli
+from jaxcap.config.base import load_config
 from jaxcap.reports import population as report
 from jaxcap.reports.summary import fmt_bits
 from jaxcap.results.store import Store

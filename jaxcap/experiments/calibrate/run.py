@@ -20,7 +20,8 @@ are bucket-style `section.field=value` changes for this family only (e.g. "train
 Model, hparams, train, seeds and hparam grid come from the top-level config.
 
 The level search is the seam for hyperparameter optimisation: `SEARCHES[config.calibrate.search]`
-trains one family's workdir. "grid" is `jaxcap.experiments.population.train_all` (every member of the hparam grid);
+trains one family's workdir. "grid" is `jaxcap.experiments.population.train_all` (every member of
+the hparam grid);
 "optuna" is `jaxcap.experiments.hpo.sweep.hpo_experiment`: one Optuna study per level over `config.search`
 with the `config.study` settings (configs/calibrate.py:hpo), writing best_trials.jsonl, which
 `meta_data` prefers. The hpo experiment makes its own buckets from the search space, so a family

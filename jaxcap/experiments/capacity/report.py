@@ -6,7 +6,8 @@ and seed range) with the flatness verdict, the C_mem table at the last budget (b
 utilizations), the fits across architectures (bits per parameter, power law, Härmä et al.'s
 empirical capacity model, held-out MAPE), how the numbers compare with the published
 protocols, and each architecture's curve over dataset sizes; report/capacity.json has the
-numbers; the figures are in jaxcap/experiments/capacity/plots.py. Definitions: jaxcap/experiments/capacity/sizes.py and
+numbers; the figures are in jaxcap/experiments/capacity/plots.py. Definitions:
+jaxcap/experiments/capacity/sizes.py and
 jaxcap/experiments/capacity/curve.py.
 """
 

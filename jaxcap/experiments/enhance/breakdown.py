@@ -1,6 +1,7 @@
 """Per-family breakdown of an enhance run: what each variant learned, family by family.
 
-The multipliers of jaxcap/experiments/enhance/run.py pool every family through the meta-model; this table shows
+The multipliers of jaxcap/experiments/enhance/run.py pool every family through the meta-model; this
+table shows
 the raw outcomes under them, from the meta-model's own table (`table.json`, jaxcap/meta/data.py:
 per architecture, family and level the seeds of the best hyperparameter setting, each with the
 core's success flag: the family's success metric past its threshold, a diverged member a

@@ -6,7 +6,8 @@
 3. What each variant learned per family, and one vs two layers (jaxcap/experiments/enhance/breakdown.py).
 
 Each reads `config.json`, `table.json`, the family sub-workdirs and the multiplier rows of
-jaxcap/experiments/enhance/run.py; nothing is retrained (`python -m jaxcap.report --workdir D` rebuilds them), and
+jaxcap/experiments/enhance/run.py; nothing is retrained (`python -m jaxcap.report --workdir D`
+rebuilds them), and
 every variant's numbers come from the same budget and seeds (issue 8's honesty rules).
 """
 
@@ -26,7 +27,8 @@ def memorization_section(mem: list[dict], reference: str) -> str:
     if not mem:
         return f"## Memorization in bits\n\n(no `{reference}` rows: no random-data reference family)\n"
     return (
-        f"## Memorization in bits ({reference})\n\nC_mem per variant as jaxcap/experiments/capacity/sizes.py defines it "
+        f"## Memorization in bits ({reference})\n\nC_mem per variant as "
+        "jaxcap/experiments/capacity/sizes.py defines it "
         "(per seed the most bits any dataset size stored, best hyperparameters; median [min, max] over "
         "seeds), here from each member's final training loss: net bits = dataset bits - code length, "
         "the unclipped lower bound of bits stored. A point estimate with seed ranges, not a posterior "
