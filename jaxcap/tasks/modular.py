@@ -8,6 +8,17 @@ member's logits outside [0, N) are masked, so every N of a sweep trains in one p
 Complexity: log2 N bits — the information in the answer, i.e. the entropy of the label under
 uniform x (exactly so when N divides base^digits). For N = base^j the answer is the last j
 digits (a copy), for other N the model must carry residues across all digits.
+
+log2 N is not monotone in how hard N is to learn (with decimal inputs, 5, 20, 40, 200 are
+learned where 7, 16, 80 are not), so the meta-model's difficulty covariate is `lookup_bits`,
+the size of the table the answer is a function of. Digit i (weight w = base^i, i = 0 for the
+last digit) adds d w mod N to x mod N, and d w mod N depends on d only through d mod
+N / gcd(N, w), so it takes m_i = min(base, N / gcd(N, w)) values: the answer is a function of
+the tuple of these residues, a table of prod_i m_i entries of log2 N bits each. For N dividing
+base^k only the last k digits matter (m_i = 1 beyond); for N coprime to the base every digit
+matters with min(base, N) values. It is the quantity a learner that does not discover the
+arithmetic must store, in the unit of random labels (n items x log2 K bits). `digit_classes`
+is checked against counting the distinct residue tuples of every input in the tests.
 """
 
 from __future__ import annotations
@@ -93,6 +104,16 @@ class Modulo(Task):
 
     def complexity_bits(self, knobs: dict[str, Any]) -> float:
         return math.log2(int(knobs["modulus"]))
+
+    def digit_classes(self, modulus: int) -> list[int]:
+        """m_i = min(base, N / gcd(N, base^i)) per digit, last digit first: how many values its
+        contribution d base^i mod N takes."""
+        return [min(self.base, modulus // math.gcd(modulus, self.base**i)) for i in range(self.digits)]
+
+    def lookup_bits(self, knobs: dict[str, Any]) -> float:
+        """prod_i m_i log2 N: the table from the digits' residues to x mod N, in bits."""
+        n = int(knobs["modulus"])
+        return math.prod(self.digit_classes(n)) * math.log2(n)
 
     def chance(self, knobs: dict[str, Any]) -> float:
         # The most frequent residue (r = 0) occurs ceil(M / N) times among M = base^digits.
