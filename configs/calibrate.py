@@ -29,7 +29,7 @@ from jaxcap.meta_validate import DESIGNS
 from jaxcap.search_space import add_level_search
 
 # candidate levels; the design trains a spanning grid of them, then bisects at the boundary
-MODULI = tuple(range(2, 257))  # the covariate is the lookup-table size (jaxcap/tasks/modular.py)
+MODULI = (2, 4, 5, 8, 10, 16, 20, 25, 40, 50, 80, 100, 160, 200, 400, 625)  # divisors of 10^4
 DATASET_SIZES = tuple(int(round(2 ** (k / 2))) for k in range(10, 29))  # 32 ... 16,384 sequences
 PARITY_K = tuple(range(1, 17))  # of n = 16 bits
 DESIGN = dict(grid=4, rounds=2, per_round=1)

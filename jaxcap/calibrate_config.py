@@ -126,7 +126,7 @@ SCHEMA = {
     },
     "validation": {
         "folds": Int(0, 100),
-        "seeds": TupleOf(Int(0)),
+        "seeds": TupleOf(Int(1)),  # fold seed 0 is the development split (meta_splits.DEV_SEED)
         "designs": TupleOf(Choice(DESIGNS)),
         "development": Bool(),
     },

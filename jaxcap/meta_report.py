@@ -61,9 +61,8 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
         ax.set_ylim(-0.03, 1.03)
         ax.set_title(meta["families"][f] + (" (θ = 1)" if f == meta["reference"] else ""))
-        ax.set_xlabel(
-            f"{table.levels[next(i for i, lv in enumerate(table.levels) if lv['family'] == f)].get('covariate', 'complexity')} (bits)"
-        )
+        covariate = next(lv.get("covariate", "complexity") for lv in table.levels if lv["family"] == f)
+        ax.set_xlabel(f"{covariate} (bits)")
     axes[0][0].set_ylabel("P(success): dots observed, line predicted")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()

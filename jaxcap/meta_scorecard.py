@@ -88,7 +88,8 @@ def _method_rows(kind: str, s: dict) -> list[str]:
     for m in ("meta_model", *BASELINES):
         r = s[m]
         cov = (
-            f"{r['pit_coverage50']:.2f} / {r['pit_coverage90']:.2f} | {r['median_width50']:.2f} / {r['median_width90']:.2f}"
+            f"{r['pit_coverage50']:.2f} / {r['pit_coverage90']:.2f} | "
+            f"{r['median_width50']:.2f} / {r['median_width90']:.2f}"
             if "pit_coverage50" in r
             else "| "
         )
@@ -108,13 +109,14 @@ def scorecard(valid: dict) -> list[str]:
     out += [
         f"Designs {', '.join(st.get('designs', ()))}; levels: {st.get('folds')} folds x fold seeds "
         f"{st.get('seeds')} (seed 0, the development split on which model choices were made, is "
-        f"not quoted){' — THIS IS THE DEVELOPMENT SPLIT' if st.get('development') else ''}. One "
-        f"vmapped NUTS run fitted every fold ({valid.get('nuts_seconds', 0):.1f} s). A held-out level "
+        f"not quoted){' — THIS IS THE DEVELOPMENT SPLIT' if st.get('development') else ''}. NUTS "
+        f"fits of every fold: {valid.get('nuts_seconds', 0):.1f} s. A held-out level "
         "is predicted as a new level, a family as a new family, an architecture through the "
         "covariate regression. PIT: randomized PIT coverage of each held-out cell's success count "
         "(nominal when calibrated); widths: median width of the 50% / 90% intervals of P(success).",
         "",
-        "| split | method | Brier | log loss | AUC | AUC within family | PIT cov. 50% / 90% | width 50% / 90% |",
+        "| split | method | Brier | log loss | AUC | AUC within family | PIT cov. 50% / 90% "
+        "| width 50% / 90% |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for kind, s in scores.items():

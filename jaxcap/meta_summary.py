@@ -90,7 +90,8 @@ def monotone_md(checks: list[dict]) -> list[str]:
         "(isotonic fit), bootstrap p-value; violations: level pairs where the harder level was learned "
         "more often (jaxcap/meta_difficulty.py). The model's covariate, then the task's nominal bits.",
         "",
-        "| family | arch | covariate | levels | LR | p | violations | monotone | nominal bits: p | violations | monotone |",
+        "| family | arch | covariate | levels | LR | p | violations | monotone "
+        "| nominal bits: p | violations | monotone |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in checks:
@@ -151,7 +152,8 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
     for f, fam in enumerate(t["families"]):
         theta = "1 (reference)" if fam["reference"] else _ci(fam["theta"])
         lines.append(
-            f"| {fam['name']} | {covariates.get(f)} | {theta} | {_ci(fam['kappa'])} | {_ci(fam['sigma_level'])} |"
+            f"| {fam['name']} | {covariates.get(f)} | {theta} | {_ci(fam['kappa'])} | "
+            f"{_ci(fam['sigma_level'])} |"
         )
     lines += [
         "",

@@ -3,8 +3,8 @@
 The splits are jaxcap/meta_splits.py's: held-out levels (stratified K-fold, repeated over fold
 seeds), held-out top levels per family, leave one family out (or refused, with the reason),
 leave one architecture out (>= 3 architectures). Every fitted fold refits the meta-model and
-the baselines (jaxcap/meta_baselines.py) on the rest; the meta-model's folds run as lanes of
-one vmapped NUTS program (jaxcap/meta_fit.py: one compile, own step size per fold).
+the baselines (jaxcap/meta_baselines.py) on the rest; the meta-model's folds run one after
+another through one compiled sampler (jaxcap/meta_fit.py: the data are its arguments).
 
 A held-out level is predicted as a new level (a fresh level effect from its family's spread), a
 held-out family as a new family from the family population, a held-out architecture as a new

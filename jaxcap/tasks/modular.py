@@ -11,14 +11,17 @@ digits (a copy), for other N the model must carry residues across all digits.
 
 log2 N is not monotone in how hard N is to learn (with decimal inputs, 5, 20, 40, 200 are
 learned where 7, 16, 80 are not), so the meta-model's difficulty covariate is `lookup_bits`,
-the size of the table the answer is a function of. Digit i (weight w = base^i, i = 0 for the
-last digit) adds d w mod N to x mod N, and d w mod N depends on d only through d mod
-N / gcd(N, w), so it takes m_i = min(base, N / gcd(N, w)) values: the answer is a function of
-the tuple of these residues, a table of prod_i m_i entries of log2 N bits each. For N dividing
-base^k only the last k digits matter (m_i = 1 beyond); for N coprime to the base every digit
-matters with min(base, N) values. It is the quantity a learner that does not discover the
-arithmetic must store, in the unit of random labels (n items x log2 K bits). `digit_classes`
-is checked against counting the distinct residue tuples of every input in the tests.
+the size of the table the answer is a function of. Digit i (weight w_i = base^i, i = 0 for the
+last digit) adds d w_i mod N to x mod N, and d w_i mod N depends on d only through d mod
+N / gcd(N, w_i), so it takes m_i = min(base, N / gcd(N, w_i)) values; digits whose weights are
+equal mod N add through the same map, so only the multiset of their residues matters (x mod 9
+is the digit sum: all weights are 1). The answer is thus a function of, per group of g digits
+sharing a weight, a multiset of g residues out of m: prod over groups of C(m + g - 1, g) table
+entries of log2 N bits each. For N dividing base^k only the last k digits matter (weight 0
+beyond); for N coprime to the base every digit matters. It is the quantity a learner that
+does not discover the arithmetic must store, in the unit of random labels (n items x log2 K
+bits). `lookup_entries` is checked against counting the distinct residue keys of every input
+in the tests.
 """
 
 from __future__ import annotations
@@ -110,10 +113,18 @@ class Modulo(Task):
         contribution d base^i mod N takes."""
         return [min(self.base, modulus // math.gcd(modulus, self.base**i)) for i in range(self.digits)]
 
+    def lookup_entries(self, modulus: int) -> int:
+        """prod over groups of digits with equal weight mod N of C(m + g - 1, g): the distinct
+        inputs up to what x mod N can see (see the module docstring)."""
+        groups: dict[int, list[int]] = {}
+        for i, m in enumerate(self.digit_classes(modulus)):
+            groups.setdefault(self.base**i % modulus, []).append(m)
+        return math.prod(math.comb(ms[0] + len(ms) - 1, len(ms)) for ms in groups.values())
+
     def lookup_bits(self, knobs: dict[str, Any]) -> float:
-        """prod_i m_i log2 N: the table from the digits' residues to x mod N, in bits."""
+        """The table from the digits' residues to x mod N, in bits: entries x log2 N."""
         n = int(knobs["modulus"])
-        return math.prod(self.digit_classes(n)) * math.log2(n)
+        return self.lookup_entries(n) * math.log2(n)
 
     def chance(self, knobs: dict[str, Any]) -> float:
         # The most frequent residue (r = 0) occurs ceil(M / N) times among M = base^digits.
