@@ -43,6 +43,7 @@ def get_config(arg=None):
         c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
         c.train.update(steps=40, chunk_steps=10, batch_size=16)
         c.eval.batch_size = 256
+        c.runtime.checkpoint_every = 1  # the kill-and-resume tests kill between chunks
         c.note = "smoke test: a tiny model for a few steps"
     elif variant == "full":
         c.sweep.seeds = 3

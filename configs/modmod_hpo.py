@@ -62,6 +62,7 @@ def get_config(arg=None):
         c.search.pos_encoding = ()
         c.study.update(n_trials=4, batch_trials=2, n_startup_trials=2, prune_startup_trials=2)
         c.study.prune_warmup_steps = 0
+        c.runtime.checkpoint_every = 1  # the kill-and-resume test kills between chunks
         c.note = "smoke test: a tiny model, 4 trials per N"
     elif variant == "full":
         c.sweep.task.modulus = (5, 7, 10, 13, 20, 31, 40, 80, 97, 160, 320, 640)

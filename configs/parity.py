@@ -34,14 +34,15 @@ def get_config(arg=None):
         "a small model (d_model 32) so the default finishes in minutes on a CPU; :full is the seed baseline"
     )
     if variant == "smoke":
-        # doubles as the learning test: full parity of n = 4 bits (k = 4) is learned
-        c.task.update(n=4, k=2, n_eval=64)
-        c.sweep.task.k = (2, 4)
+        # doubles as the learning test: parity of k = 2 of n = 6 bits is learned on inputs never
+        # trained on (n = 6, not 4: 1/8 of the 64 inputs each for val and test, by hash)
+        c.task.update(n=6, k=2, n_eval=64)
+        c.sweep.task.k = (2, 6)
         c.model.update(n_layers=1, d_model=32, n_heads=2, d_head=16, d_ff=64)
         c.hparams.update(learning_rate=3e-3, warmup_steps=0.0)
         c.train.update(steps=300, chunk_steps=50, batch_size=64)
         c.eval.batch_size = 64
-        c.note = "smoke test: n = 4 bits, a tiny model for a few hundred steps"
+        c.note = "smoke test: n = 6 bits, a tiny model for a few hundred steps"
     elif variant == "full":
         c.task.update(n=32, n_eval=4096)
         c.sweep.task.k = (1, 2, 3, 4, 5, 6, 8)

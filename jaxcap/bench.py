@@ -5,32 +5,33 @@
     python -m jaxcap.bench --study --models small       # Optuna trials per minute, batched vs one at a time
     python -m jaxcap.bench --sharded --sizes 64,256     # P split over every device vs one device
     python -m jaxcap.bench --models grok --compute_dtype bfloat16   # bf16 matmuls, float32 params
+    python -m jaxcap.bench --cost                       # XLA's flops and bytes per model-step (any backend)
+    python -m jaxcap.bench --probe --models grok --sizes 256   # fresh processes, one suspect each
 
 Prints one JSON document: for each model and population size P, the compile time, model-steps
 per second as one population, model-steps per second for the same P members trained one after
-another by the P = 1 program in the same process, and their ratio. Nothing here asserts a
-speed; tests never time anything.
+another by the P = 1 program in the same process, and their ratio; the GEMM implementations
+the compiled step uses and a probe of the float32 matmul precision in effect. `--cost` prints
+XLA's own accounting of one step instead (bench_cost.py), `--probe` the same benchmark in
+fresh processes under each suspected cause of a slowdown (bench_probe.py), `--study` Optuna
+trials per minute (bench_study.py). Nothing here asserts a speed; tests never time anything.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import jax
 from absl import app, flags, logging
 
-from jaxcap import sharding, tasks
-from jaxcap.models import ModelConfig, param_count
+from jaxcap import bench_cost, bench_probe, sharding, tasks
+from jaxcap.models import ModelConfig, attention, param_count
 from jaxcap.population import DEFAULT_HPARAMS, Member, stack
-from jaxcap.runtime import describe_devices, numerics
+from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
 from jaxcap.train import TrainSettings, make_population
 
 PRESETS = {
@@ -64,6 +65,13 @@ _SHARDED = flags.DEFINE_bool("sharded", False, "P members split over every devic
 _STUDY = flags.DEFINE_bool("study", False, "Optuna trials per minute: batched vs one trial at a time.")
 _STUDY_TRIALS = flags.DEFINE_integer("study_trials", 8, "--study: trials per study, all in one batch.")
 _STUDY_STEPS = flags.DEFINE_integer("study_steps", 200, "--study: training steps per trial (2 seeds each).")
+_COST = flags.DEFINE_bool("cost", False, "XLA's flops, bytes and matmul traffic per model-step (P = 64).")
+_PROBE = flags.DEFINE_bool("probe", False, "This benchmark in fresh processes, one slowdown suspect each.")
+_BATCH = flags.DEFINE_integer("batch", 0, "Batch size (0: the preset's).")
+_BROADCAST = flags.DEFINE_integer(
+    "broadcast_max_len", -1, "Attention as broadcast-multiply-reduce up to this length (-1: by backend)."
+)
+_CACHE = flags.DEFINE_string("compilation_cache", "", "Persistent compilation cache directory ('': none).")
 
 
 def _members(p: int, knobs: dict) -> list[Member]:
@@ -108,7 +116,9 @@ def measure(
     the medians are reported, so a slow moment of a shared machine does not decide the ratio."""
     task, model, settings, batch = _preset(name, steps, repeats, compute_dtype)
     program = make_population(settings, task, model)
-    solo = _compiled(program, _members(1, task.default_knobs()))
+    # the P = 1 program, unless no P is 1 or timed one member after another
+    needs_solo = any(p == 1 or p <= max_sequential for p in sizes)
+    solo = _compiled(program, _members(1, task.default_knobs())) if needs_solo else None
     results = []
     for p in sorted(sizes):
         members = _members(p, task.default_knobs())
@@ -134,6 +144,7 @@ def measure(
             "compile_s": round(compile_s, 2),
             "population_model_steps_per_s": round(rate, 1),
             "ms_per_model_step": round(1000 / rate, 3),
+            "gemm_algorithms": bench_cost.gemm_algorithms(chunk.as_text()),
         }
         if sequential:
             seq = statistics.median(sequential)
@@ -145,6 +156,7 @@ def measure(
 
 def _preset(name: str, steps: int, repeats: int, compute_dtype: str):
     model_kw, batch, task_cfg = PRESETS[name]
+    batch = _BATCH.value or batch
     task = tasks.build(task_cfg)
     model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=compute_dtype)
     settings = TrainSettings(steps=steps * (repeats + 1), chunk_steps=steps, batch_size=batch, dropout=False)
@@ -192,88 +204,82 @@ def measure_sharded(
     return results
 
 
-def study_config(name: str, trials: int, batch: int, steps: int):
-    """A one-level study on a preset's task and model: lr and weight decay, 2 seeds, no pruning."""
-    from jaxcap.config import base_config
-    from jaxcap.search_space import add_study
-
-    model_kw, batch_size, task_cfg = PRESETS[name]
-    c = add_study(base_config(task_cfg["name"]))
-    c.task.update({k: v for k, v in task_cfg.items() if k != "name"})
-    c.model.update(model_kw)
-    c.sweep.seeds = 2
-    c.hparams.weight_decay = 0.1
-    c.train.update(steps=steps, chunk_steps=steps // 4, batch_size=batch_size)
-    c.search.update(learning_rate=("float", 1e-4, 1e-2, True), weight_decay=("float", 1e-3, 1.0, True))
-    c.study.update(n_trials=trials, batch_trials=batch, n_startup_trials=trials, pruner="none")
-    c.runtime.progress = False
-    return c
-
-
-def measure_study(name: str, trials: int, steps: int, rounds: int) -> dict:
-    """Trials per minute of the same study (SQLite storage, checkpoints, evals: the whole sweep
-    loop) as one batch of `trials` x 2 seeds vs one trial (2 seeds) at a time; the two alternate
-    over `rounds` after an untimed round that compiles both programs, and medians are reported."""
-    from jaxcap.store import Store
-    from jaxcap.sweep import run_sweep
-
-    rates: dict[str, list[float]] = {"batched": [], "one_at_a_time": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(rounds + 1):
-            for mode, batch in (("batched", trials), ("one_at_a_time", 1)):
-                start = time.perf_counter()
-                with contextlib.redirect_stdout(io.StringIO()):
-                    run_sweep(study_config(name, trials, batch, steps), Store(Path(tmp) / f"{mode}{r}"))
-                if r:
-                    rates[mode].append(trials * 60 / (time.perf_counter() - start))
-    batched, single = (statistics.median(rates[m]) for m in ("batched", "one_at_a_time"))
-    row = {
-        "model": name,
-        "trials": trials,
-        "seeds": 2,
-        "steps": steps,
-        "batched_members": trials * 2,
-        "batched_trials_per_min": round(batched, 2),
-        "one_at_a_time_trials_per_min": round(single, 2),
-        "speedup": round(batched / single, 3),
+def _cost(names: list[str]) -> dict:
+    """`--cost`: XLA's accounting per model and compute dtype, at each P of --sizes (default 64)."""
+    sizes = [int(x) for x in _SIZES.value] if flags.FLAGS["sizes"].present else [64]
+    dtypes = [_DTYPE.value] if flags.FLAGS["compute_dtype"].present else ["float32", "bfloat16"]
+    if _BROADCAST.value < 0:  # count the program an accelerator runs, whatever the backend
+        attention.BROADCAST_MAX_LEN = attention.ACCELERATOR_BROADCAST_MAX_LEN
+    out = {
+        "device": describe_devices(),
+        "matmul_precision": _PRECISION.value,
+        "broadcast_max_len": attention.broadcast_max_len(),
+        "matmul_counted": "dot operands + results of the lowered (pre-optimization) StableHLO",
+        "cost": [],
     }
-    print(json.dumps(row), file=sys.stderr, flush=True)
-    return row
+    for name in names:
+        model_kw, batch, task_cfg = PRESETS[name]
+        for p in sizes:
+            for dtype in dtypes:
+                row = {
+                    "model": name,
+                    **bench_cost.step_cost(model_kw, _BATCH.value or batch, task_cfg, p, dtype),
+                }
+                out["cost"].append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return out
 
 
 def main(argv):
-    del argv
+    if len(argv) > 1:  # absl hands positional arguments over; a typo must not be ignored
+        raise app.UsageError(f"unexpected argument {argv[1]!r}; allowed: flags only")
+    for name in _MODELS.value:
+        if name not in PRESETS:
+            raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
+    if _PROBE.value:  # the same command minus --probe, in fresh processes; this one never
+        # touches the device (a GPU backend would preallocate memory the children need)
+        args = [a for a in sys.argv[1:] if a.lstrip("-") not in ("probe", "probe=true", "probe=True")]
+        print(json.dumps(bench_probe.run_probe(args), indent=1))
+        return
+    if _BROADCAST.value >= 0:
+        attention.BROADCAST_MAX_LEN = _BROADCAST.value
+    if _CACHE.value:
+        enable_compilation_cache(_CACHE.value)
     if _STUDY.value:
+        from jaxcap.bench_study import measure_study
+
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint of every round at INFO
         out = {"device": describe_devices(), "rounds": _TRIALS.value, "study": []}
         with numerics(_PRECISION.value, needs_x64=False):
             for name in _MODELS.value:
-                row = measure_study(name, _STUDY_TRIALS.value, _STUDY_STEPS.value, _TRIALS.value)
+                row = measure_study(
+                    name, PRESETS[name], _STUDY_TRIALS.value, _STUDY_STEPS.value, _TRIALS.value
+                )
                 out["study"].append(row)
         print(json.dumps(out, indent=1))
         return
-    sizes = [int(s) for s in _SIZES.value]
-    out = {
-        "device": describe_devices(),
-        "trials": _TRIALS.value,
-        "steps_per_chunk": _STEPS.value,
-        "repeats": _REPEATS.value,
-        "matmul_precision": _PRECISION.value,
-        "compute_dtype": _DTYPE.value,
-        "results": [],
-    }
     with numerics(_PRECISION.value, needs_x64=False):
+        if _COST.value:
+            print(json.dumps(_cost(_MODELS.value), indent=1))
+            return
+        sizes = [int(s) for s in _SIZES.value]
+        out = {
+            "device": describe_devices(),
+            "trials": _TRIALS.value,
+            "steps_per_chunk": _STEPS.value,
+            "repeats": _REPEATS.value,
+            "matmul_precision": _PRECISION.value,
+            "compute_dtype": _DTYPE.value,
+            "broadcast_max_len": attention.broadcast_max_len(),
+            "precision_probe": bench_probe.precision_probe(),
+            "results": [],
+        }
         for name in _MODELS.value:
-            if name not in PRESETS:
-                raise app.UsageError(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
+            args = (name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value)
             if _SHARDED.value:
-                out["results"] += measure_sharded(
-                    name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _DTYPE.value
-                )
-                continue
-            out["results"] += measure(
-                name, sizes, _STEPS.value, _REPEATS.value, _TRIALS.value, _MAX_SEQUENTIAL.value, _DTYPE.value
-            )
+                out["results"] += measure_sharded(*args, _DTYPE.value)
+            else:
+                out["results"] += measure(*args, _MAX_SEQUENTIAL.value, _DTYPE.value)
     print(json.dumps(out, indent=1))
 
 

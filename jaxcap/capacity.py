@@ -15,13 +15,15 @@ on device in float32 (each at most a few hundred bits) and summed over items on 
 float64, so no float32 accumulation error enters the totals. `exact` is the fraction of items
 whose every scored argmax is right.
 
-Saturation and plateau. A size is trained until its curve has flattened: the bits-stored
-estimate n_targets·(log2 K − train loss in bits) gains less than `saturation_tol` (relative)
-from one window of `saturation_window` evals to the next, for every member (or the step cap
-`train.steps` ends it; each member's row says whether it saturated). The dataset grows until
-the bits stored plateau: the largest size stores less than (1 + `plateau_tol`) times the best
-smaller size while it is not memorized (< 90 % of its bits). C_mem is the plateau: the most
-bits any size stored (best learning rate), per seed; its median and range over seeds.
+Exposures, saturation and plateau (jaxcap/capacity_curve.py). Training length is counted in
+exposures per item (steps × batch / n), not steps: bits stored are recorded at each budget of
+`exposures` (e.g. 10 … 1,000), C(E) is per seed the most bits any size stored at E, and the
+curve is flat where C gained less than `saturation_tol` over the last doubling of exposures.
+The dataset grows until the bits stored plateau: the largest size stores less than
+(1 + `plateau_tol`) times the best smaller size while it is not memorized (< 90 % of its
+bits). C_mem, C at the last budget (median and range over seeds), is a capacity only where
+both hold, and a lower bound otherwise. `saturated` is the older per-member test on a series of
+evals, kept for populations that record no exposures (jaxcap/enhance_capacity.py).
 
 Budgets: the seed design's H × d_head × precision_bits (8 × 32 × 32 = 8,192 bits for the
 baseline) and the storage budget n_params × precision_bits; utilization = C_mem / budget.
@@ -41,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcap import capacity_curve
 from jaxcap.losses import masked
 from jaxcap.models import ModelConfig
 from jaxcap.models.config import PRECISION_BITS
@@ -55,8 +58,9 @@ SCHEMA = {
     "growth": Float(1.01, 16.0),  # factor between successive dataset sizes of an extension round
     "extend": Int(1, 16),  # sizes added per extension round
     "max_rounds": Int(1, 16),  # 1: only the configured sizes
-    "saturation_window": Int(1, 1000),  # evals over which a member's gain is measured
-    "saturation_tol": Float(0.0, 1.0),  # relative gain in bits below which a member is saturated
+    # exposure budgets (times each training item is seen), ascending: where bits stored are read
+    "exposures": TupleOf(Float(1.0, 1e7)),
+    "saturation_tol": Float(0.0, 1.0),  # relative gain over the last doubling of exposures: flat below
     "plateau_tol": Float(0.0, 10.0),  # relative gain of the largest size below which n has plateaued
 }
 MEMORIZED = 0.9  # a size storing this fraction of its bits is still being memorized, not a plateau
@@ -166,20 +170,6 @@ def saturated(series: np.ndarray, window: int, tol: float, floor: float, ceiling
     return full | (recent - before <= tol * np.maximum(np.abs(recent), floor))
 
 
-def make_stop_fn(dataset_bits, n_targets, bits_per_target: float, window: int, tol: float):
-    """`stop_fn(cursor)` for `train_bucket`: True once every live member's curve is flat."""
-    dataset_bits, n_targets = np.asarray(dataset_bits, np.float64), np.asarray(n_targets, np.float64)
-    history: list[np.ndarray] = []  # restarts on resume, which only delays the stop by `window`
-
-    def stop_fn(cursor: dict) -> bool:
-        last = cursor["last"]
-        history.append(estimated_bits(dataset_bits, n_targets, np.asarray(last["train_loss"], np.float64)))
-        flat = saturated(np.stack(history), window, tol, bits_per_target, dataset_bits)
-        return bool(np.all(flat | (np.asarray(last["diverged"]) > 0)))
-
-    return stop_fn
-
-
 def plateaued(sizes: list[int], bits: list[float], dataset_bits: list[float], tol: float) -> bool:
     """Whether the bits stored stopped growing with the dataset (sizes ascending)."""
     if len(sizes) < 2:
@@ -233,8 +223,10 @@ def _curve(members: list[dict]) -> list[dict]:
     return points
 
 
-def summarize(rows: list[dict], plateau_tol: float) -> list[dict]:
-    """One dict per architecture: its curve, C_mem over seeds, bits/param, budgets, utilization."""
+def summarize(rows: list[dict], plateau_tol: float, saturation_tol: float = 0.05) -> list[dict]:
+    """One dict per architecture: its curve over sizes, C_mem over seeds, bits/param, budgets,
+    utilization, and (rows with exposure budgets) C per budget with the flatness verdict: C_mem
+    is a capacity (`is_capacity`) only where C(E) flattened and the sizes plateaued."""
     out = []
     for arch in sorted({r["arch"] for r in rows}):
         members = [r for r in rows if r["arch"] == arch]
@@ -249,6 +241,9 @@ def summarize(rows: list[dict], plateau_tol: float) -> list[dict]:
         medians = [p["median"] for p in curve if p["median"] is not None]
         data_bits = [p["dataset_bits"] for p in curve if p["median"] is not None]
         budget = budgets(first["model"], first["n_params"])
+        by_exposure = capacity_curve.curve(members, first["n_params"]) if "bits_at" in first else []
+        flat = capacity_curve.flatness(by_exposure, saturation_tol) if by_exposure else None
+        plateau = plateaued(sizes, medians, data_bits, plateau_tol)
         out.append(
             {
                 "arch": arch,
@@ -259,6 +254,7 @@ def summarize(rows: list[dict], plateau_tol: float) -> list[dict]:
                     for k in ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "seq_len")
                 },
                 "n_params": first["n_params"],
+                "model": first["model"],
                 "curve": curve,
                 "c_mem_seeds": c_seed,
                 "c_mem": c_mem,
@@ -266,7 +262,10 @@ def summarize(rows: list[dict], plateau_tol: float) -> list[dict]:
                 "c_max": max(c_seed, default=None),
                 "bits_per_param": c_mem / first["n_params"],
                 "c_net": float(np.median(net)) if net else float("nan"),
-                "plateau": plateaued(sizes, medians, data_bits, plateau_tol),
+                "plateau": plateau,
+                "exposure_curve": by_exposure,
+                "flat": flat,
+                "is_capacity": bool(plateau and flat and flat["flat"]),
                 "rounds": 1 + max(r["round"] for r in members),
                 "unsaturated": sum(not r["saturated"] for r in members),
                 "members": len(members),

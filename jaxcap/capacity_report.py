@@ -1,11 +1,13 @@
-"""The capacity report, rebuilt from the workdir alone (config.json and capacity.jsonl).
+"""The capacity report, rebuilt from the workdir alone (config.json and capacity.jsonl), and the
+saturated capacity of one architecture for other experiments (the meta-model's reference).
 
-report/report.md holds the per-architecture table (C_mem over seeds, bits per parameter,
-both budgets and utilizations), the fits across architectures (bits per parameter, power law,
-Härmä et al.'s empirical capacity model, held-out MAPE), which budget bounds what was measured,
-and each architecture's curve; report/capacity_curve.png plots bits stored against dataset bits
-(with y = x and each plateau), report/bits_per_param.png C_mem against n_params; the numbers
-are also in report/capacity.json. See jaxcap/capacity.py for the definitions.
+report/report.md holds, per architecture, bits per parameter at every exposure budget (median
+and seed range) with the flatness verdict, the C_mem table at the last budget (both budgets and
+utilizations), the fits across architectures (bits per parameter, power law, Härmä et al.'s
+empirical capacity model, held-out MAPE), how the numbers compare with the published
+protocols, and each architecture's curve over dataset sizes; report/capacity.json has the
+numbers; the figures are in jaxcap/capacity_plots.py. Definitions: jaxcap/capacity.py and
+jaxcap/capacity_curve.py.
 """
 
 from __future__ import annotations
@@ -13,71 +15,135 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from jaxcap import capacity, capacity_fit
+from jaxcap.capacity_plots import LITERATURE, name, plot_bits_per_param, plot_curves, plot_exposures
+from jaxcap.store import Store, clean, read_jsonl, write_atomic
 
-from jaxcap import capacity, capacity_fit  # noqa: E402
-from jaxcap.store import Store, clean, read_jsonl, write_atomic  # noqa: E402
 
-LITERATURE = {"Allen-Zhu & Li 2024": 2.0, "Morris et al. 2025": 3.6}  # bits per parameter
+def _summaries(root: Path, exposures: float | None = None) -> tuple[dict, list[dict]]:
+    """(config, `capacity.summarize` per architecture) of a capacity workdir; with `exposures`,
+    as if training had ended at the largest budget not above it."""
+    config_path, rows_path = root / "config.json", root / "capacity.jsonl"
+    if not rows_path.exists() or not config_path.exists():
+        raise FileNotFoundError(f"{root}: no capacity run here (config.json and capacity.jsonl)")
+    config, rows = json.loads(config_path.read_text()), read_jsonl(rows_path)
+    if exposures is not None:
+        rows = [_until(r, exposures) for r in rows]
+    cap = config["capacity"]
+    return config, capacity.summarize(rows, cap["plateau_tol"], cap.get("saturation_tol", 0.05))
+
+
+def _until(row: dict, exposures: float) -> dict:
+    keep = sum(e <= exposures for e in row["exposures"])
+    if keep == 0:
+        raise ValueError(f"exposures: got {exposures:g}; allowed: at least {row['exposures'][0]:g}")
+    cut = {k: row[k][:keep] for k in ("exposures", "bits_at", "net_bits_at", "exact_at")}
+    last = {
+        "bits_stored": cut["bits_at"][-1],
+        "net_bits": cut["net_bits_at"][-1],
+        "exact_fraction": cut["exact_at"][-1],
+    }
+    return {**row, **cut, **last}
+
+
+def saturated_capacity(workdir: str | Path, arch: int | str | dict, exposures: float | None = None) -> dict:
+    """One architecture's memorization capacity in bits, read from a capacity workdir.
+
+    `arch`: its index in `sweep.buckets`, its bucket label, or model fields it must match (e.g.
+    {"d_model": 16, "n_layers": 2}). Returns C_mem at the last exposure budget (or the largest
+    budget <= `exposures`): `bits` (median over seeds), `min`, `max`, `n_params`, and
+    `saturated`: True when the bits-vs-exposures curve had flattened there and the dataset sizes
+    had plateaued, i.e. `bits` is the capacity; False: it is only a lower bound.
+    """
+    _, archs = _summaries(Path(workdir), exposures)
+    if isinstance(arch, int):
+        found = [a for a in archs if a["arch"] == arch]
+    elif isinstance(arch, str):
+        found = [a for a in archs if a["label"] == arch]
+    else:
+        found = [a for a in archs if all(a["model"].get(k) == v for k, v in arch.items())]
+    if len(found) != 1:
+        known = "; ".join(f"{a['arch']}: {a['label'] or name(a)}" for a in archs)
+        raise ValueError(
+            f"arch: got {arch!r}, which matches {len(found)} architectures; allowed: one of {known}"
+        )
+    [a] = found
+    return {
+        "bits": a["c_mem"],
+        "min": a["c_min"],
+        "max": a["c_max"],
+        "saturated": a["is_capacity"],
+        "flat": a["flat"]["flat"],
+        "plateau": a["plateau"],
+        "gain": a["flat"]["gain"],
+        "exposures": a["flat"]["to"],
+        "n_params": a["n_params"],
+        "bits_per_param": a["bits_per_param"],
+        "label": a["label"],
+        "model": a["model"],
+    }
 
 
 def load(store: Store) -> tuple[dict, list[dict], dict, float]:
     """(config, per-architecture summaries, fits, summed wall time) of a capacity workdir."""
-    config = json.loads(store.config_path.read_text())
-    rows = read_jsonl(store.root / "capacity.jsonl")
-    archs = capacity.summarize(rows, config["capacity"]["plateau_tol"])
-    wall = sum({r["bucket"]: r.get("wall_s", 0.0) for r in rows}.values())
+    config, archs = _summaries(store.root)
+    wall = sum(r["wall_s"] for r in read_jsonl(store.root / "capacity_time.jsonl"))
     return config, archs, capacity_fit.fit_all(archs), wall
-
-
-def name(a: dict) -> str:
-    """A short architecture name: layers, d_model, heads x d_head, d_ff (and N if not the task's)."""
-    return f"{a['n_layers']}L d{a['d_model']} {a['n_heads']}x{a['d_head']} ff{a['d_ff']} N{a['seq_len']}"
-
-
-def caveat(archs: list[dict]) -> str:
-    """Say when C_mem was reached by members that had not flattened within train.steps."""
-    short = []
-    for a in archs:
-        at = [p for p in a["curve"] if p["median"] is not None and p["max"] == a["c_max"]]
-        if at and at[0]["saturated"] < at[0]["members"]:
-            short.append(name(a))
-    if not short:
-        return "Every architecture's C_mem comes from members whose curves had flattened."
-    return (
-        f"Caveat: for {len(short)} of {len(archs)} architectures ({'; '.join(short)}) the size that "
-        "stored the most bits still had members gaining when train.steps ran out, so their C_mem is "
-        "a lower bound at this training budget; sizes past the peak were further from saturation "
-        "still (see the saturated column), which is why the curve falls off instead of staying flat."
-    )
 
 
 def _f(x, spec=",.0f") -> str:
     return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else format(x, spec)
 
 
-def bound_statement(archs: list[dict]) -> str:
-    """Which of the two budgets actually bounds the measured capacity, in words."""
-    over = [a for a in archs if a["c_mem"] > a["head_budget_bits"]]
-    storage = max(a["storage_utilization"] for a in archs)
-    head = (
-        f"C_mem exceeds the seed design's H × d_head × precision budget for {len(over)} of {len(archs)} "
-        "architectures, so that budget is not an upper bound on memorization: it counts one layer's "
-        "attention width, while every parameter (embeddings, MLPs, head) stores bits."
-        if over
-        else f"C_mem stays below H × d_head × precision for all {len(archs)} architectures "
-        f"(at most {max(a['head_utilization'] for a in archs):.0%} of it)."
-    )
+def verdict(a: dict) -> str:
+    flat, tol = a["flat"], a["flat"]["tol"]
+    if a["is_capacity"]:
+        return f"capacity (gain {flat['gain']:+.1%} ≤ {tol:.0%})"
+    why = []
+    if not flat["flat"]:
+        why.append("no doubling to judge" if flat["gain"] is None else f"still gaining {flat['gain']:+.1%}")
+    if not a["plateau"]:
+        why.append("sizes not plateaued")
+    return "lower bound: " + ", ".join(why)
+
+
+def exposure_table(archs: list[dict]) -> list[str]:
+    budgets = [p["exposures"] for p in archs[0]["exposure_curve"]]
+    lines = [
+        "| arch | params | "
+        + " | ".join(f"{e:g}" for e in budgets)
+        + " | over the last doubling | verdict |",
+        "|---|---|" + "---|" * len(budgets) + "---|---|",
+    ]
+    for a in archs:
+        per_param = [
+            [p[k] and p[k] / a["n_params"] for k in ("median", "min", "max")] for p in a["exposure_curve"]
+        ]
+        cells = ["—" if m is None else f"{m:.2f} [{lo:.2f}–{hi:.2f}]" for m, lo, hi in per_param]
+        flat = a["flat"]
+        span = "—" if flat["gain"] is None else f"{flat['gain']:+.1%} ({flat['from']:g} → {flat['to']:g})"
+        lines.append(
+            f"| {name(a)} | {a['n_params']:,} | " + " | ".join(cells) + f" | {span} | {verdict(a)} |"
+        )
+    return lines
+
+
+def literature(archs: list[dict]) -> str:
+    """Our numbers beside the published protocols' (see the README's capacity section)."""
+
+    def at(e):
+        vals = [p["bits_per_param"] for a in archs for p in a["exposure_curve"] if p["exposures"] == e]
+        vals = [v for v in vals if v is not None]
+        return f"{min(vals):.2f}–{max(vals):.2f}" if vals else "not measured"
+
+    last = archs[0]["exposure_curve"][-1]["exposures"]
     return (
-        f"{head} The storage budget n_params × precision always holds but is loose: at most "
-        f"{storage:.1%} of it is used (at most {max(a['bits_per_param'] for a in archs):.2f} bits per "
-        f"parameter of {archs[0]['precision_bits']}). What limits memorization here is the parameter "
-        "count times a small bits-per-parameter constant (the fit above), not the number of "
-        "representable float values."
+        f"Published protocols: Allen-Zhu & Li 2024 ~1 bit/param at 100 exposures and ~2 at 1,000 "
+        f"(here {at(100.0)} and {at(1000.0)} across architectures); Morris et al. 2025 ~3.6 trained to "
+        f"convergence (here {at(last)} at {last:g} exposures, "
+        f"{sum(a['is_capacity'] for a in archs)} of {len(archs)} architectures flat)."
     )
 
 
@@ -85,15 +151,27 @@ def format_text(store: Store) -> str:
     config, archs, fits, wall = load(store)
     if not archs:
         return "(no capacity measurements yet)"
-    task = config["task"]
+    task, cap = config["task"], config["capacity"]
     lines = [
         f"capacity of {archs[0]['family']} (vocab {task['vocab_size']}, seq_len {task['seq_len']}"
         + (f", {task['n_classes']} classes" if "n_classes" in task else "")
         + f"); {config['sweep']['seeds']} seeds x learning rates "
-        + str(config["sweep"]["hparams"]["learning_rate"]),
+        + str(config["sweep"]["hparams"]["learning_rate"])
+        + f"; batch {config['train']['batch_size']}",
         "",
-        "| arch | params | H x d_head | C_mem bits: median [min, max] | bits/param | plateau "
-        "| H·d_head·p | C/that | n_params·p | C/that | unsaturated |",
+        "bits per parameter at each exposure budget (exposures per item = steps x batch / n; C(E) = per "
+        "seed the most bits any dataset size stored at E, / n_params; median [min–max over seeds]; "
+        "— : every size passed E before the first eval):",
+        "",
+        *exposure_table(archs),
+        "",
+        f"A C_mem is a capacity when C(E) gained at most {cap['saturation_tol']:.0%} over the last doubling "
+        f"of exposures and the sizes plateaued (the largest stores < {1 + cap['plateau_tol']:.2f} x the "
+        f"best smaller one and < {capacity.MEMORIZED:.0%} of its bits); otherwise it is a lower bound.",
+        literature(archs),
+        "",
+        "| arch | params | H x d_head | C_mem bits: median [min, max] | bits/param | sizes plateau "
+        "| H·d_head·p | C/that | n_params·p | C/that | members flat |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for a in archs:
@@ -102,9 +180,9 @@ def format_text(store: Store) -> str:
             f"{_f(a['c_mem'])} [{_f(a['c_min'])}, {_f(a['c_max'])}] | {a['bits_per_param']:.2f} | "
             f"{'yes' if a['plateau'] else 'NO'} | {a['head_budget_bits']:,.0f} | "
             f"{a['head_utilization']:.2f} | {a['storage_budget_bits']:,.0f} | "
-            f"{a['storage_utilization']:.3f} | {a['unsaturated']}/{a['members']} |"
+            f"{a['storage_utilization']:.3f} | {a['members'] - a['unsaturated']}/{a['members']} |"
         )
-    lines += ["", "fits across architectures:"]
+    lines += ["", "fits across architectures (C_mem at the last budget):"]
     if "bits_per_param" in fits:
         seeds = fits["bits_per_param_seeds"]
         lines.append(
@@ -128,12 +206,13 @@ def format_text(store: Store) -> str:
             f"- Härmä et al. ECM ({ecm}): MAPE in sample {fits['ecm_mape_in_sample']:.1f}%, held out "
             f"{_f(fits.get('ecm_mape_held_out'), '.1f')}% ({fits['n_archs']} architectures for 7 parameters)"
         )
-    lines += ["", bound_statement(archs), "", caveat(archs), ""]
+    lines += ["", bound_statement(archs), ""]
     for a in archs:
         lines += [
-            f"curve of {name(a)} ({a['label'] or 'the base model'}; {a['rounds']} round(s)):",
+            f"curve over dataset sizes of {name(a)} ({a['label'] or 'the base model'}; {a['rounds']} "
+            f"round(s)), at {a['exposure_curve'][-1]['exposures']:g} exposures:",
             "",
-            "| n | dataset bits | bits stored: median [min, max] | exact | best lr | saturated |",
+            "| n | dataset bits | bits stored: median [min, max] | exact | best lr | members flat |",
             "|---|---|---|---|---|---|",
         ]
         for p in a["curve"]:
@@ -144,89 +223,38 @@ def format_text(store: Store) -> str:
                 f"| {p['saturated']}/{p['members']} |"
             )
         lines.append("")
-    lines.append(
-        f"\ntraining + measurement time: {wall:.0f} s (summed over rounds; a resumed run counts less)"
-    )
+    lines.append(f"\ntraining + measurement time: {wall:.0f} s (summed over sizes and processes)")
     return "\n".join(lines)
 
 
-def plot_curves(archs: list[dict], path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    top, bottom = 1.0, np.inf
-    for i, a in enumerate(archs):
-        color = f"C{i % 10}"
-        for p in a["curve"]:
-            ax.scatter([p["dataset_bits"]] * len(p["bits"]), p["bits"], s=8, alpha=0.4, color=color)
-        xs = [p["dataset_bits"] for p in a["curve"] if p["median"] is not None]
-        ax.plot(
-            xs,
-            [p["median"] for p in a["curve"] if p["median"] is not None],
-            "o-",
-            color=color,
-            ms=3,
-            label=f"{name(a)} ({a['n_params']:,} params)",
-        )
-        ax.axhline(a["c_mem"], color=color, ls=":", lw=1)
-        top, bottom = max(top, *xs), min(bottom, *xs)
-    ax.plot([bottom, top], [bottom, top], "--", color="gray", lw=1, label="y = x (everything stored)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("dataset bits (entropy of the random answers)")
-    ax.set_ylabel("bits stored (median over seeds; dots: seeds)")
-    ax.set_title("memorization capacity: dotted lines are C_mem", fontsize=9)
-    ax.legend(fontsize=6, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    p = np.array([a["n_params"] for a in archs], np.float64)
-    c = np.array([a["c_mem"] for a in archs])
-    err = [c - np.array([a["c_min"] for a in archs]), np.array([a["c_max"] for a in archs]) - c]
-    ax.errorbar(p, c, yerr=err, fmt="o", capsize=3, label="C_mem (median, seed range)")
-    for a in archs:
-        ax.annotate(
-            name(a),
-            (a["n_params"], a["c_mem"]),
-            fontsize=6,
-            textcoords="offset points",
-            xytext=(4, -8),
-        )
-    grid = np.linspace(0, p.max() * 1.1, 50)
-    if "bits_per_param" in fits:
-        ax.plot(
-            grid,
-            fits["bits_per_param"] * grid,
-            "-",
-            color="C1",
-            label=f"fit: {fits['bits_per_param']:.2f} bits/param",
-        )
-    for (paper, value), ls in zip(LITERATURE.items(), (":", "-.")):
-        ax.plot(grid, value * grid, ls, color="gray", lw=1, label=f"{paper}: {value} bits/param")
-    heads = [a["head_budget_bits"] for a in archs]
-    ax.scatter(p, heads, marker="x", color="C3", label="H × d_head × precision budget")
-    ax.set_xlim(0, p.max() * 1.35)
-    ax.set_xlabel("parameters")
-    ax.set_ylabel("C_mem (bits)")
-    ax.set_ylim(0, max(c.max(), 1.0) * 1.3)
-    ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+def bound_statement(archs: list[dict]) -> str:
+    """Which of the two budgets actually bounds the measured capacity, in words."""
+    over = [a for a in archs if a["c_mem"] > a["head_budget_bits"]]
+    storage = max(a["storage_utilization"] for a in archs)
+    head = (
+        f"C_mem exceeds the seed design's H × d_head × precision budget for {len(over)} of {len(archs)} "
+        "architectures, so that budget is not an upper bound on memorization: it counts one layer's "
+        "attention width, while every parameter (embeddings, MLPs, head) stores bits."
+        if over
+        else f"C_mem stays below H × d_head × precision for all {len(archs)} architectures "
+        f"(at most {max(a['head_utilization'] for a in archs):.0%} of it)."
+    )
+    return (
+        f"{head} The storage budget n_params × precision always holds but is loose: at most "
+        f"{storage:.1%} of it is used (at most {max(a['bits_per_param'] for a in archs):.2f} bits per "
+        f"parameter of {archs[0]['precision_bits']})."
+    )
 
 
 def write_report(store: Store) -> list[Path]:
-    """report/report.md, capacity.json and the two figures; regenerable from the workdir."""
+    """report/report.md, capacity.json and the three figures; regenerable from the workdir."""
     config, archs, fits, wall = load(store)
     out = store.report_path
     out.mkdir(exist_ok=True)
     if not archs:
         return []
     figures = [
+        plot_exposures(archs, out / "exposure_curve.png"),
         plot_curves(archs, out / "capacity_curve.png"),
         plot_bits_per_param(archs, fits, out / "bits_per_param.png"),
     ]

@@ -2,41 +2,104 @@
 
 Always restored with an abstract target so that the pytree types (MemberState, the optax
 state NamedTuples, integer layer keys) come back as they were saved (orbax#1110, flax#5030).
+Saves are asynchronous, so the cursor is copied when it is handed over: the host loop goes on
+changing its own. A newest step that does not restore (a damaged disk, a kill that a step
+survived half-written) is moved aside to `<bucket>.corrupt/<step>`, said in one line, and the
+run resumes from the newest step that restores.
 """
 
 from __future__ import annotations
 
+import copy
+import shutil
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
+
+
+class CheckpointError(RuntimeError):
+    """No checkpoint of a bucket restores; phrased as one line naming the directory."""
+
+
+def _reason(error: Exception) -> str:
+    first = (str(error).strip().splitlines() or [""])[0][:160]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 class PopulationCheckpoints:
     """One CheckpointManager per bucket; the step number is the training step."""
 
     def __init__(self, directory: Path, max_to_keep: int = 2):
+        self.directory = Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, enable_async_checkpointing=True)
-        self.manager = ocp.CheckpointManager(Path(directory).absolute(), options=options)
+        self.manager = ocp.CheckpointManager(self.directory, options=options)
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
 
     def save(self, step: int, state: Any, cursor: dict) -> None:
-        args = ocp.args.Composite(state=ocp.args.StandardSave(state), cursor=ocp.args.JsonSave(cursor))
+        # A copy: the JSON is written later, on Orbax's thread, while the caller's cursor moves on.
+        args = ocp.args.Composite(
+            state=ocp.args.StandardSave(state), cursor=ocp.args.JsonSave(copy.deepcopy(cursor))
+        )
         self.manager.save(step, args=args)
 
     def restore(self, abstract_state: Any) -> tuple[Any, dict] | None:
-        """(state, cursor) of the newest checkpoint, or None when there is none."""
-        step = self.manager.latest_step()
-        if step is None:
-            return None
+        """(state, cursor) of the newest checkpoint that restores, or None when there is none."""
         target = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_state)
         args = ocp.args.Composite(state=ocp.args.StandardRestore(target), cursor=ocp.args.JsonRestore())
-        restored = self.manager.restore(step, args=args)
-        return restored.state, restored.cursor
+        failed: list[tuple[int, str]] = []
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            try:
+                restored = self.manager.restore(step, args=args)
+            except Exception as e:  # noqa: BLE001 — whatever broke the step, an older one may be whole
+                failed.append((step, _reason(e)))
+                continue
+            if failed:
+                self._set_aside([s for s, _ in failed])
+                bad = ", ".join(f"step {s} ({why})" for s, why in failed)
+                print(
+                    f"warning: checkpoint {self.directory.name} {bad} does not restore; set aside in "
+                    f"{self.directory.name}.corrupt/; resuming from step {step}, the newest intact one",
+                    flush=True,
+                )
+            return restored.state, restored.cursor
+        if failed:
+            bad = ", ".join(f"step {s} ({why})" for s, why in failed)
+            raise CheckpointError(
+                f"{self.directory}: no checkpoint restores ({bad}); allowed: intact checkpoints, or "
+                f"delete {self.directory} to train this bucket again from step 0"
+            )
+        return None
+
+    def _set_aside(self, steps: list[int]) -> None:
+        """Move broken steps out of the manager's view, so the same step numbers save again."""
+        if jax.process_index() == 0:  # the checkpoints are shared by the processes of a run
+            aside = self.directory.with_name(self.directory.name + ".corrupt")
+            aside.mkdir(exist_ok=True)
+            for step in steps:
+                target = aside / str(step)
+                shutil.rmtree(target, ignore_errors=True)
+                shutil.move(str(self.directory / str(step)), target)
+        if jax.process_count() > 1:
+            multihost_utils.sync_global_devices("jaxcap: broken checkpoints set aside")
+        self.manager.reload()
 
     def close(self) -> None:
         self.manager.wait_until_finished()
         self.manager.close()
+
+
+def latest_cursor(directory: Path) -> dict | None:
+    """The host cursor of a bucket's newest checkpoint (no arrays read), or None."""
+    if not Path(directory).is_dir():
+        return None
+    ckpts = PopulationCheckpoints(directory)
+    step = ckpts.latest_step()
+    args = ocp.args.Composite(cursor=ocp.args.JsonRestore())
+    cursor = None if step is None else ckpts.manager.restore(step, args=args).cursor
+    ckpts.close()
+    return cursor

@@ -1,5 +1,8 @@
 """What the Optuna studies of a workdir found: the best trial per level and the HPO figures.
 
+Trials are ranked by their objective, which reads val; every number quoted for a trial (the
+baseline's and the best trial's metric, the HPO lift) is its seeds' test metric.
+
 Reads only the workdir (config.json, members.jsonl) and the study storage named in it:
 `best_trials.jsonl` holds the members.jsonl rows (one per seed, with `study` and `trial`) of
 each level's best trial, the meta-model's input; report/ gets `hpo.md`, the optimization
@@ -48,6 +51,7 @@ def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> dict | None:
     if trial is None:
         return None
     seeds = trial.user_attrs.get(metric) if trial.state == TrialState.COMPLETE else None
+    seeds = [v for v in seeds if v is not None] if seeds else None
     return {
         "trial": trial.number,
         "state": trial.state.name.lower(),
@@ -64,7 +68,7 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
     sign = 1.0 if spec.higher_is_better else -1.0
-    out, studies = [], []
+    out, studies, rows = [], [], store.member_rows()
     for level in study_lib.levels(config):
         name = study_lib.study_name(config, spec.family, level)
         study = optuna.load_study(study_name=name, storage=storage)
@@ -76,7 +80,7 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
                 "study": name,
                 "knobs": level,
                 "complexity_bits": task.complexity_bits(knobs),
-                "chance": task.chance(knobs),
+                "chance": _measured_chance(rows, name, task.chance(knobs)),
                 "metric": spec.success_metric,
                 "higher_is_better": spec.higher_is_better,
                 "counts": {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState},
@@ -86,6 +90,12 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
         )
         studies.append(study)
     return out, studies
+
+
+def _measured_chance(rows: list[dict], study: str, nominal: float) -> float:
+    """The median measured chance (jaxcap.baselines) of a study's members; nominal without any."""
+    measured = [r["chance"] for r in rows if r.get("study") == study and r.get("chance") is not None]
+    return statistics.median(measured) if measured else nominal
 
 
 def write_best_trials(store: Store, levels: list[dict]) -> Path:

@@ -6,6 +6,11 @@ default workdir is derived from the command (runs/<config>[_<variant>][_<hash of
 `config.runtime` overrides left out: they do not change results, and the processes of one
 distributed run differ only there), so rerunning the same command resumes the same run.
 
+Every input problem — a config value, a workdir that is a file or is written by another
+process, a corrupt file in it, an unwritable cache, a population that diverged — ends the
+launch with one line (`--debug` shows the traceback instead); an unexpected error keeps its
+traceback.
+
 `--create_studies` only creates the Optuna studies of an hpo config on `config.study.storage`
 and exits: run it once before starting several workers on one storage (jaxcap.study).
 """
@@ -29,6 +34,7 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Results directory; rerunning on
 _CREATE = flags.DEFINE_bool(
     "create_studies", False, "Only create the studies of an hpo config on config.study.storage, then exit."
 )
+_DEBUG = flags.DEFINE_bool("debug", False, "Show the traceback of an input error instead of one line.")
 
 
 def _check_overrides(argv: list[str]) -> None:
@@ -54,11 +60,17 @@ def _parse(argv: list[str]) -> list[str]:
     argv = _normalize(argv)
     try:
         _check_overrides(argv)
-        return flags.FLAGS(argv)
+        rest = flags.FLAGS(argv)
     except ConfigError as e:
         sys.exit(f"config error: {e}")
     except (flags.Error, TypeError, ValueError, AttributeError) as e:
         sys.exit(f"config error: {str(e).splitlines()[0]}")
+    if len(rest) > 1:  # absl hands positional arguments to main, which would ignore them
+        sys.exit(
+            f"usage error: unexpected argument {rest[1]!r}; allowed: flags only (--config, --workdir, "
+            "--config.a.b=value, --create_studies, --debug)"
+        )
+    return rest
 
 
 def default_workdir(argv: list[str]) -> Path:
@@ -81,17 +93,36 @@ def main(argv: list[str]) -> None:
     if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint step at INFO
 
-    from jaxcap.store import WorkdirMismatch
-
     workdir = _WORKDIR.value or default_workdir(_normalize(sys.argv))
     try:
         if _CREATE.value:
             return create(_CONFIG.value, workdir)
         run(_CONFIG.value, str(workdir))
-    except ConfigError as e:
-        sys.exit(f"config error: {e}")
-    except WorkdirMismatch as e:
-        sys.exit(f"workdir error: {e}")
+    except Exception as e:
+        message = one_line(e)
+        if message is None or _DEBUG.value:
+            raise
+        sys.exit(message)
+
+
+def one_line(error: Exception) -> str | None:
+    """The one-line message of an input problem; None for anything else (a bug keeps its traceback)."""
+    from jaxcap.checkpoint import CheckpointError
+    from jaxcap.run import AllDiverged
+    from jaxcap.store import WorkdirError
+
+    kinds = {
+        ConfigError: "config error",
+        WorkdirError: "workdir error",
+        CheckpointError: "checkpoint error",
+        AllDiverged: "run error",
+        OSError: "error",  # the file system: a full disk, a permission inside the workdir
+    }
+    for kind, label in kinds.items():
+        if isinstance(error, kind):
+            text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            return f"{label}: {text}" + (" (--debug shows the traceback)" if kind is OSError else "")
+    return None
 
 
 def create(config, workdir: Path) -> None:

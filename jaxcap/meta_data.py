@@ -3,9 +3,9 @@
 Built from one or more workdirs. A workdir holding `best_trials.jsonl` (an Optuna study's best
 trials per level, same row schema as members.jsonl) is read from that file, any other from
 `members.jsonl`. Within each (architecture, family, level) the hyperparameter setting with the
-best median success metric over its seeds is kept, as in `jaxcap.summary`: the question is
-whether the architecture can learn the level, not whether one learning rate can. Its seeds
-are the rows.
+best median val metric over its seeds is kept (`jaxcap.outcomes`, as in the run's table): the
+question is whether the architecture can learn the level, not whether one learning rate can.
+Its seeds are the rows; each seed's outcome is its `success` flag, read on test.
 
 Decisions: a `pruned` member (stopped by a sweep before its end) has no outcome and is dropped;
 a `diverged` member is a failure (its run did not learn the task; the core writes success =
@@ -22,9 +22,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import statistics
 from pathlib import Path
 
+import numpy as np
+
+from jaxcap import outcomes
 from jaxcap.meta_difficulty import covariate
 from jaxcap.models import ModelConfig, param_count
 from jaxcap.models.config import MODEL_FIELDS, PRECISION_BITS
@@ -74,24 +76,10 @@ def read_rows(workdir: str | Path) -> list[dict]:
 
 
 def best_setting_rows(rows: list[dict]) -> list[dict]:
-    """Per (architecture, family, level): the rows of the best hyperparameter setting."""
-    groups: dict[tuple, dict[str, list[dict]]] = {}
-    for r in rows:
-        if r["status"] == "pruned":
-            continue
-        group = (_key(arch_fields(r)), family_name(r), _key(level_fields(r)))
-        groups.setdefault(group, {}).setdefault(_key(r["hparams"]), []).append(r)
-    out = []
-    for settings in groups.values():
-
-        def score(members: list[dict]) -> float:
-            sign = 1.0 if members[0]["higher_is_better"] else -1.0
-            ok = [r["final"].get(r["success_metric"]) for r in members if r["status"] == "ok"]
-            ok = [v for v in ok if v is not None]
-            return sign * statistics.median(ok) if ok else -float("inf")
-
-        out += max(settings.values(), key=score)
-    return out
+    """Per (architecture, family, level): the rows of the best hyperparameter setting, chosen on
+    val by the one rule of `jaxcap.outcomes` (pruned members have no outcome and are left out)."""
+    key = lambda r: (_key(arch_fields(r)), family_name(r), _key(level_fields(r)))
+    return [r for best in outcomes.best_settings(rows, key).values() for r in best]
 
 
 @dataclasses.dataclass

@@ -74,7 +74,13 @@ def bucket_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_coll
             old = node[path[-1]]
             if isinstance(old, float) and isinstance(value, int):
                 value = float(value)
-            node[path[-1]] = value
+            try:
+                node[path[-1]] = value
+            except TypeError:  # ml_collections keeps each field's type
+                raise ConfigError(
+                    f"config.sweep.buckets[{i}]: {'.'.join(path)}: got {value!r} ({type(value).__name__}); "
+                    f"allowed: a {type(old).__name__} like the field's {old!r}"
+                ) from None
         out.append((spec, variant))
     return out
 
@@ -101,6 +107,7 @@ def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> 
         clip_norm=t.clip_norm,
         loss_scale=t.loss_scale,
         eval_batch_size=config.eval.batch_size,
+        eval_share=config.eval.time_share,
         dropout=any(m.hparams["dropout"] > 0 for m in members),
     )
 

@@ -4,10 +4,11 @@ The command dispatches on the workdir's `config.json` to the report of its exper
 (`jaxcap.experiments.EXPERIMENTS[config.experiment].report`). For population runs that report
 adds, next to the per-level table and figure of `jaxcap.summary`:
 
-- `success_vs_complexity.png`: the success metric vs complexity_bits, per-seed points, median
-  with min–max, one series per bucket, out-of-length splits (`val_long_*`) as hollow markers,
-  chance and threshold lines, the highest level learned marked; the y label says whether
-  lower is better (NMSE).
+- `success_vs_complexity.png`: the success metric (a test metric) vs complexity_bits, per-seed
+  points, median with min–max, one series per bucket series, learned levels filled, chance and
+  shortcut (where the task has one) per level, the threshold, and the learnability boundary only
+  where success is monotone in bits (`jaxcap.learnability`); the y label says whether lower is
+  better (NMSE). Out-of-length splits (`val_long_*`) are in `generalization_gap.png`.
 - `dynamics.png`: one row per difficulty level; columns: the primary metric (train, val and
   any other eval split), the loss, and the predictive entropy, over training steps (log axis,
   so a grokking jump — train at 1.0 long before val — is visible), one thin line per seed.
@@ -31,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxcap import summary  # noqa: E402
+from jaxcap import learnability, summary  # noqa: E402
 from jaxcap.population import HPARAM_NAMES  # noqa: E402
 from jaxcap.store import Store  # noqa: E402
 
@@ -67,55 +68,10 @@ def series(label: str) -> tuple[str, str]:
 
 
 def plot_success(rows: list[dict], path: Path) -> Path:
-    """Success metric vs complexity per bucket, seeds as points, median ± min–max."""
-    fig, ax = plt.subplots(figsize=(7.0, 4.4))
+    """Success metric vs complexity, one series per bucket series (`jaxcap.learnability`)."""
     levels = summary.levels(rows, HPARAM_NAMES)
-    metric = rows[0]["success_metric"]
-    long_metric = metric.replace("val_", "val_long_", 1)
-    for i, name in enumerate(dict.fromkeys(series(lv["bucket"])[0] for lv in levels)):
-        fam = [lv for lv in levels if series(lv["bucket"])[0] == name and lv["values"]]
-        fam.sort(key=lambda lv: lv["complexity_bits"])
-        xs, color = [lv["complexity_bits"] for lv in fam], f"C{i % 10}"
-        for lv in fam:
-            x = lv["complexity_bits"]
-            ax.scatter([x] * len(lv["values"]), lv["values"], s=9, alpha=0.35, color=color)
-            text = ",".join([series(lv["bucket"])[1], *map(str, lv["knobs"].values())]).strip(",")
-            ax.annotate(text, (x, lv["median"]), xytext=(3, 3), textcoords="offset points", fontsize=6)
-        med = np.array([lv["median"] for lv in fam])
-        err = [med - [lv["min"] for lv in fam], [lv["max"] for lv in fam] - med]
-        name = name or (fam[0]["family"] if fam else "")
-        ax.errorbar(xs, med, yerr=err, fmt="o-", color=color, capsize=2, ms=4, label=f"{name}: median")
-        ax.plot(xs, [lv["chance"] for lv in fam], "--", color=color, lw=0.8, alpha=0.6)
-        long = [
-            (lv["complexity_bits"], statistics.median(v))
-            for lv in fam
-            if (v := _values(rows, lv, long_metric))
-        ]
-        if long:
-            ax.plot(*zip(*long), "o--", mfc="none", color=color, label=f"{name}: {long_metric} median")
-        learned = [lv for lv in fam if lv["learned"]]
-        if learned:
-            top = max(lv["complexity_bits"] for lv in learned)
-            ax.axvline(top, color=color, ls=":", lw=1)
-            ax.annotate("highest learned", (top, 0.5), rotation=90, fontsize=7, color=color)
-    ax.axhline(levels[0]["threshold"], color="C3", ls=":", lw=0.8, label="success threshold")
-    ax.plot([], [], "--", color="gray", lw=0.8, label="chance")
-    ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(f"{metric} ({'higher' if rows[0]['higher_is_better'] else 'lower'} is better)")
-    ax.set_title(_model_title(rows), fontsize=9)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
-
-
-def _values(rows: list[dict], level: dict, metric: str) -> list[float]:
-    """`metric` of the ok members of this level with its best hyperparameter setting."""
-    out = []
-    for r in rows:
-        same = (r["bucket_label"] or r["bucket"]) == level["bucket"] and r["knobs"] == level["knobs"]
-        best = all(r["hparams"].get(k) == v for k, v in level["best"].items())
-        if same and best and r["status"] == "ok" and r["final"].get(metric) is not None:
-            out.append(r["final"][metric])
-    return out
+    name = lambda lv: series(lv["bucket"])[0] or lv["family"]  # noqa: E731
+    return learnability.levels_figure(levels, path, _model_title(rows), series_of=name)[0]
 
 
 def _model_title(rows: list[dict]) -> str:
@@ -130,52 +86,64 @@ def _model_title(rows: list[dict]) -> str:
     return title + ("; * varies by bucket" if "*" in title else "")
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
+def _save(fig, path: Path, tight: bool = True) -> Path:
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
 
 
+SPLIT_STYLES = {"train": "-", "val": "--", "test": ":"}  # other eval splits (val_long, ...): dash-dot
+
+
 def plot_dynamics(store: Store, rows: list[dict], path: Path) -> Path:
-    """Train/val primary metric, loss and entropy over steps, one row per level."""
+    """The primary metric, loss and entropy over steps, one row per level: one colour per seed,
+    one line style per split (train solid, val dashed, test dotted)."""
     groups = group_levels(rows)
     metric = rows[0]["metric"]
     columns = [metric, "loss"] + (["entropy"] if rows[0]["higher_is_better"] else [])
-    fig, axes = plt.subplots(len(groups), len(columns), figsize=(3.6 * len(columns), 2.2 * len(groups) + 0.6))
+    labels = {metric: metric, "loss": "loss (nats)", "entropy": "entropy (bits)"}
+    fig, axes = plt.subplots(len(groups), len(columns), figsize=(3.8 * len(columns), 2.3 * len(groups) + 1.0))
     axes = np.asarray(axes).reshape(len(groups), len(columns))
     curves = {b: store.curves(b) for b in dict.fromkeys(r["bucket"] for r in rows)}
+    seeds = sorted({r["seed"] for r in rows})
     for axes_row, members in zip(axes, groups.values()):
         names, array = curves[members[0]["bucket"]]
         if not names:
             continue
         steps = array[0, :, 0]
-        # the eval splits (train, val, then extra ones such as val_long), one color each
         splits = [n[: -len(metric) - 1] for n in names if n.endswith(f"_{metric}")]
-        splits.sort(key=lambda split: ({"train": 0, "val": 1}.get(split, 2), split))
+        splits.sort(
+            key=lambda split: (list(SPLIT_STYLES).index(split) if split in SPLIT_STYLES else 3, split)
+        )
         for ax, column in zip(axes_row, columns):
-            for j, split in enumerate(splits):
-                if f"{split}_{column}" not in names:
-                    continue
-                series = array[[r["member"] for r in members], :, names.index(f"{split}_{column}")]
-                for k, values in enumerate(series):
-                    ax.plot(
-                        steps, values, color=f"C{j}", lw=0.8, label=f"{split}_{column}" if k == 0 else None
-                    )
+            for split in (s for s in splits if f"{s}_{column}" in names):
+                style = SPLIT_STYLES.get(split, "-.")
+                for r in members:
+                    values = array[r["member"], :, names.index(f"{split}_{column}")]
+                    ax.plot(steps, values, style, color=f"C{seeds.index(r['seed']) % 10}", lw=0.9)
             _log_steps(ax)
             _limits(ax, column)
-            ax.set_title(f"{level_name(members[0])}: {column}", fontsize=8)
+            ax.set_ylabel(labels[column], fontsize=7)
             ax.tick_params(labelsize=7)
-        axes_row[0].legend(fontsize=6)
+        axes_row[0].set_title(level_name(members[0]), fontsize=8, loc="left")
     for ax in axes[-1]:
-        ax.set_xlabel("step")
+        ax.set_xlabel("step", fontsize=7)
+    handles = [plt.Line2D([], [], color=f"C{i % 10}", lw=1.2, label=f"seed {s}") for i, s in enumerate(seeds)]
+    handles += [
+        plt.Line2D([], [], color="black", ls=ls, lw=1, label=split) for split, ls in SPLIT_STYLES.items()
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7, frameon=False)
     fig.suptitle(_model_title(rows), fontsize=9)
-    return _save(fig, path)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.97))  # room for the legend below and the title above
+    return _save(fig, path, tight=False)
 
 
 def _log_steps(ax) -> None:
-    """A log step axis with plain major labels (minor labels overlap on short runs)."""
+    """A log step axis with labels at 1, 2 and 5 per decade (a short run still gets several)."""
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
 
@@ -245,11 +213,10 @@ def _long_gap(row: dict) -> float | None:
 
 
 def metrics_table(rows: list[dict]) -> str:
-    """Median over ok seeds of every final val/train metric, one line per level."""
+    """Median over ok seeds of every final train/val/test metric, one line per level."""
     groups = group_levels(rows)
-    names = sorted(
-        {k for r in rows for k, v in r["final"].items() if k.startswith(("train_", "val_")) and v is not None}
-    )
+    splits = ("train_", "val_", "test_")
+    names = sorted({k for r in rows for k, v in r["final"].items() if k.startswith(splits) and v is not None})
     names = [n for n in names if not n.endswith("_loss")] + ["gap"]
     head = ["level", "bits", *names]
     lines = []

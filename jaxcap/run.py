@@ -22,18 +22,29 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxcap import sharding, summary
-from jaxcap.checkpoint import PopulationCheckpoints
+from jaxcap.checkpoint import PopulationCheckpoints, latest_cursor
 from jaxcap.config import validate
 from jaxcap.models import param_count
+from jaxcap.outcomes import member_success
 from jaxcap.plan import Bucket, plan
 from jaxcap.population import HPARAM_NAMES, stack
-from jaxcap.runtime import describe_devices, enable_compilation_cache, numerics
+from jaxcap.runtime import PhaseClock, describe_devices, enable_compilation_cache, numerics
 from jaxcap.store import Store, write_atomic
+from jaxcap.tasks import holdout
+from jaxcap.tasks.base import SPLITS
 from jaxcap.train import PopulationProgram, make_population
+from jaxcap.validate import ConfigError
+
+
+class AllDiverged(RuntimeError):
+    """Every member of a population diverged (said in one line by the launcher)."""
+
 
 StopFn = Callable[[dict], bool]
 # (cursor, host metrics) -> bool mask [P] of members frozen from now on, or None (no change)
 OnEvalFn = Callable[[dict, dict], "np.ndarray | None"]
+# (state_P, hparams_P, data_P) -> more host metrics [P] for the same eval (capacity: bits stored)
+ExtraMetricsFn = Callable[..., "dict[str, np.ndarray]"]
 
 
 def _fresh_cursor(n: int) -> dict:
@@ -62,8 +73,32 @@ def _update_cursor(cursor: dict, step: int, host: dict[str, np.ndarray], spec, e
     cursor["step"], cursor["n_evals"] = step, cursor["n_evals"] + 1
 
 
-def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
-    """The final members.jsonl rows: what each member was, how it ended, what it reached."""
+def _baseline_fields(task, i: int, baselines: dict[str, np.ndarray], knobs: dict) -> dict:
+    """A member's chance, shortcut and split-overlap fields (jaxcap.baselines), for the metrics a
+    reader compares: the success and selection metrics and the primary metric on every split."""
+    spec = task.spec
+    wanted = {spec.success_metric, spec.select_metric, *(f"{s}_{spec.metric}" for s in SPLITS)}
+    pick = lambda prefix: {
+        m: float(baselines[f"{prefix}_{m}"][i]) for m in wanted if f"{prefix}_{m}" in baselines
+    }
+    chance, shortcut = pick("chance"), pick("shortcut")
+    return {
+        "chance": chance.get(spec.success_metric),
+        "chance_nominal": task.chance(knobs),  # the same quantity from the task's definition
+        "shortcut": shortcut.get(spec.success_metric),
+        "shortcut_name": task.shortcut_name or None,
+        "baselines": {"chance": chance, **({"shortcut": shortcut} if shortcut else {})},
+        "overlap": {
+            "val": float(baselines["overlap_val"][i]),
+            "test": float(baselines["overlap_test"][i]),
+            "guaranteed": task.overlap_guaranteed(),
+        },
+    }
+
+
+def member_rows(bucket: Bucket, cursor: dict, baselines: dict[str, np.ndarray]) -> list[dict]:
+    """The final members.jsonl rows: what each member was, how it ended, what it reached, and
+    what it is compared with (chance, shortcut, train/val/test overlap)."""
     spec, rows = bucket.task.spec, []
     n_params = param_count(bucket.model)
     for i, member in enumerate(bucket.members):
@@ -85,11 +120,12 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
                 "task": {**dataclasses.asdict(bucket.task), **member.knobs},  # every difficulty knob
                 "hparams": member.hparams,
                 "complexity_bits": bucket.task.complexity_bits(member.knobs),
-                "chance": bucket.task.chance(member.knobs),
+                **_baseline_fields(bucket.task, i, baselines, member.knobs),
                 "success_metric": spec.success_metric,
+                "select_metric": spec.select_metric,
                 "success_threshold": spec.success_threshold,
                 "higher_is_better": spec.higher_is_better,
-                "success": status == "ok" and spec.reached(value, spec.success_threshold),
+                "success": member_success(status, value, spec.success_threshold, spec.higher_is_better),
                 "final": final,
                 "metric": spec.metric,
                 "best_val": cursor["best_val"][i],
@@ -101,6 +137,29 @@ def member_rows(bucket: Bucket, cursor: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def check_held_out(bucket: Bucket, data: dict) -> None:
+    """A val or test split with no scored example is a config error, not a silent 0: a sampled
+    task whose input space is too small to reach the hold-out's hash buckets (jaxcap.tasks.holdout)."""
+    for name in ("val", "test"):
+        weights = np.asarray(sharding.to_host(data[name].weights))
+        scored = (weights.reshape(weights.shape[0], weights.shape[1], -1).sum(-1) > 0).sum(1)
+        if (scored == 0).any():
+            i = int(np.flatnonzero(scored == 0)[0])
+            raise ConfigError(
+                f"config.task: the {name} split of member {i} ({bucket.task.spec.family} "
+                f"{bucket.members[i].knobs}) holds no example: its input space is too small for a "
+                f"hashed hold-out (1/{holdout.N_BUCKETS} of the inputs each for val and test); allowed: a "
+                "larger input space, or train_fraction > 0 where the task enumerates its inputs"
+            )
+
+
+def _checkpoint_due(runtime: ml_collections.ConfigDict, chunk: int, saved_at: float) -> bool:
+    """Every `checkpoint_every` chunks (0: never by count) or `checkpoint_minutes` after the last
+    save (0: never by time); the loop also saves at the end. A kill loses what came after."""
+    every, minutes = runtime.get("checkpoint_every", 0), runtime.get("checkpoint_minutes", 0.0)
+    return bool(every and chunk % every == 0) or bool(minutes and time.monotonic() - saved_at >= 60 * minutes)
 
 
 @functools.lru_cache(maxsize=8)
@@ -120,7 +179,14 @@ def population_program(settings, task, model, mesh=None) -> PopulationProgram:
 def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) -> dict[str, np.ndarray]:
     metrics = program.evaluate(state, hparams, data)
     metrics = {**metrics, "chunk_loss": stats.loss, "grad_norm": stats.grad_norm, "diverged": state.diverged}
-    host = {k: np.asarray(v, np.float64) for k, v in sharding.to_host(metrics).items()}
+    host = {
+        k: np.asarray(v, np.float64) for k, v in sharding.to_host({**metrics, "frozen": state.frozen}).items()
+    }
+    # A diverged or frozen member trains no more: its chunk statistics are missing (null in
+    # evals.jsonl, NaN in curves.zarr), never a 0.0 that reads as a perfect loss.
+    idle = (host["diverged"] > 0) | (host.pop("frozen") > 0)
+    for name in ("chunk_loss", "grad_norm"):
+        host[name] = np.where(idle, np.nan, host[name])
     # generalization gap: how much better the primary metric is on train than on val
     gap = host[f"train_{spec.metric}"] - host[f"val_{spec.metric}"]
     host["gap"] = gap if spec.higher_is_better else -gap
@@ -133,6 +199,7 @@ def train_bucket(
     runtime: ml_collections.ConfigDict,
     stop_fn: StopFn | None = None,
     on_eval: OnEvalFn | None = None,
+    extra_metrics: ExtraMetricsFn | None = None,
 ) -> list[dict]:
     """Train one bucket's population to the end, resuming if a checkpoint exists.
 
@@ -141,6 +208,8 @@ def train_bucket(
     `on_eval(cursor, host)` is asked first and may return a mask of members to freeze
     (`MemberState.frozen`, e.g. pruned trials): their parameters stop changing, their rows end
     with status 'pruned', and all members diverging ends the bucket instead of raising.
+    `extra_metrics(state, hparams, data)` adds host metrics to every eval (stored, and seen by
+    both hooks in `cursor["last"]`).
     """
     config, settings, members = bucket.config, bucket.settings, bucket.members
     spec = bucket.task.spec
@@ -166,6 +235,7 @@ def train_bucket(
         print(f"[{bucket.name}] resuming from step {cursor['step']}", flush=True)
     store.truncate(bucket.name, cursor["n_evals"])
     data = program.data(keys, hparams)
+    check_held_out(bucket, data)
 
     n_chunks = settings.steps // settings.chunk_steps
     bar = tqdm(
@@ -177,9 +247,16 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor["step"] // settings.chunk_steps
+    clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
-        state, stats = program.chunk(state, hparams, data)
-        host = host_metrics(program, state, stats, hparams, data, spec)
+        first = not clock.count["compile"]  # the first chunk and eval compile their programs
+        with clock("compile" if first else "train"):
+            state, stats = program.chunk(state, hparams, data)
+            jax.block_until_ready(stats)  # so that eval is timed apart (one dispatch latency)
+        with clock("compile" if first else "eval"):
+            host = host_metrics(program, state, stats, hparams, data, spec)
+            if extra_metrics is not None:
+                host.update(extra_metrics(state, hparams, data))
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
         _update_cursor(cursor, step, host, spec, config.eval)
         frozen = on_eval(cursor, host) if on_eval is not None else None
@@ -187,9 +264,12 @@ def train_bucket(
             cursor["frozen"] = [bool(f) for f in frozen]
             state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
-        store.append_evals(bucket.name, step, host)
-        if chunk % runtime.checkpoint_every == 0 or chunk == n_chunks or cursor["stopped"]:
-            ckpts.save(step, state, cursor)
+        with clock("store"):
+            store.append_evals(bucket.name, step, host)
+        if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
+            with clock("checkpoint"):
+                ckpts.save(step, state, cursor)
+            saved_at = time.monotonic()
         bar.update(settings.chunk_steps)
         bar.set_postfix(
             {f"val_{spec.metric}": f"{np.median(host[f'val_{spec.metric}']):.3f}"},
@@ -197,11 +277,21 @@ def train_bucket(
         )
         if host["diverged"].all() and on_eval is None:
             ckpts.close()
-            raise RuntimeError(f"every member diverged by step {step}; lower config.hparams.learning_rate")
+            raise AllDiverged(
+                f"every member diverged by step {step}; allowed: a smaller config.hparams.learning_rate "
+                "(or config.train.clip_norm > 0)"
+            )
     bar.close()
-    ckpts.close()
-    rows = member_rows(bucket, cursor)
+    with clock("checkpoint"):  # waits for the last asynchronous save
+        ckpts.close()
+    if clock.count["compile"]:
+        print(f"[{bucket.name}] {clock.summary(len(members), settings.chunk_steps)}", flush=True)
+    baselines = {
+        k: np.asarray(v, np.float64) for k, v in sharding.to_host(program.baselines(hparams, data)).items()
+    }
+    rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)
+    store.check_tables(bucket.name, len(members), cursor)
     return rows
 
 
@@ -217,11 +307,13 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
     buckets = plan(config)
     for bucket in buckets:  # every population fits the devices, before anything compiles
         sharding.device_count(len(bucket.members), config.runtime.devices)
-    finished = store.finished_buckets()
-    if all(b.name in finished for b in buckets):
+    finished = {b.name for b in buckets if store.complete(b.name, len(b.members))}
+    if len(finished) == len(buckets):
         print(f"finished: {store.root} already holds this run's results", flush=True)
+        for b in buckets:  # a table that lost rows (a torn line) says so
+            store.check_tables(b.name, len(b.members), latest_cursor(store.ckpt_path / b.name))
     for bucket in buckets:
-        if bucket.name not in finished:
+        if bucket.name not in finished:  # (a bucket missing rows rebuilds them from its last checkpoint)
             model = bucket.config.model
             needs_x64 = "float64" in (model.param_dtype, model.compute_dtype)
             with numerics(bucket.config.train.matmul_precision, needs_x64):
@@ -265,12 +357,27 @@ def run(config: ml_collections.ConfigDict, workdir: str):
 
     sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
     validate(config)
-    store = Store(workdir)
-    store.write_config(identity(config))
+    check_devices(config)
     if config.runtime.compilation_cache != "off":
         cache = config.runtime.compilation_cache
         enable_compilation_cache(None if cache == "default" else cache)
-    print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
-    if config.note:
-        print(f"note: {config.note}", flush=True)
-    return EXPERIMENTS[config.experiment].run(config, store)
+    store = Store(workdir)  # the first write into the workdir: after every check above
+    with store.writer():  # one process writes a workdir at a time
+        store.write_config(identity(config))
+        print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
+        if config.note:
+            print(f"note: {config.note}", flush=True)
+        return EXPERIMENTS[config.experiment].run(config, store)
+
+
+def check_devices(config: ml_collections.ConfigDict) -> None:
+    """`config.runtime.devices` against this machine, before anything is written."""
+    if config.experiment == "population":  # its populations are known: check each one
+        for bucket in plan(config):
+            sharding.device_count(len(bucket.members), config.runtime.devices)
+    available = len(jax.devices())
+    if config.runtime.devices > available:
+        raise ConfigError(
+            f"config.runtime.devices: got {config.runtime.devices}; allowed: 0 (automatic) or at most "
+            f"the {available} devices"
+        )

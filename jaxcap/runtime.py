@@ -6,12 +6,17 @@ the same way.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import platform
+import tempfile
+import time
 from pathlib import Path
 
 import jax
+
+from jaxcap.validate import ConfigError
 
 DEFAULT_CACHE = Path(os.environ.get("JAXCAP_CACHE", Path.home() / ".cache" / "jaxcap" / "xla"))
 MATMUL_PRECISIONS = ("default", "highest", "high", "float32", "tensorfloat32", "bfloat16")
@@ -22,7 +27,14 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> None
     if directory == "":
         return
     directory = Path(directory or DEFAULT_CACHE).expanduser()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=directory).close()  # writable for real (modes, read-only mounts)
+    except OSError as e:
+        raise ConfigError(
+            f"config.runtime.compilation_cache: cannot write {directory} ({e.strerror}); allowed: a "
+            "writable directory, 'default' ($JAXCAP_CACHE or ~/.cache/jaxcap/xla) or 'off'"
+        ) from None
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
@@ -47,3 +59,35 @@ def describe_devices() -> str:
     if jax.process_count() > 1:
         where += f" in {jax.process_count()} processes (this is process {jax.process_index()})"
     return f"{where}, jax {jax.__version__}, Python {platform.python_version()}"
+
+
+class PhaseClock:
+    """Wall seconds per phase of a host loop, for the line a run prints at its end.
+
+    `with clock("eval"): ...` adds the block's time to its phase. The first chunk and eval,
+    which compile their programs, go to a phase of their own ("compile"), so the training rate
+    of the later chunks ("train") is the one `python -m jaxcap.bench` measures.
+    """
+
+    def __init__(self):
+        self.seconds: dict[str, float] = collections.defaultdict(float)
+        self.count: dict[str, int] = collections.defaultdict(int)
+
+    @contextlib.contextmanager
+    def __call__(self, phase: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] += time.perf_counter() - start
+            self.count[phase] += 1
+
+    def summary(self, members: int, chunk_steps: int) -> str:
+        """'N model-steps/s training (M members); T s: train x%, eval y%, ...' (shares of T)."""
+        if self.count["train"]:
+            rate = f"{members * chunk_steps * self.count['train'] / self.seconds['train']:,.0f}"
+        else:  # one chunk only: its time includes the compile
+            rate = "-"
+        total = sum(self.seconds.values())
+        shares = ", ".join(f"{name} {100 * s / total:.1f}%" for name, s in self.seconds.items() if s)
+        return f"{rate} model-steps/s training ({members} members); {total:.1f} s: {shares}"

@@ -179,6 +179,29 @@ def storage_ok(spec: str) -> bool:
     return spec in ("", "journal") or "://" in spec or spec.endswith((".db", ".log"))
 
 
+def check_url(url: str) -> None:
+    """An RDB URL that SQLAlchemy can parse, with a dialect it knows and its driver installed."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    allowed = "e.g. sqlite:///path.db, postgresql+psycopg2://user@host/db (pip install psycopg2-binary)"
+    try:
+        parsed = make_url(url)
+        shown = parsed.render_as_string(hide_password=True)
+        dialect = parsed.get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError) as e:
+        shown = url.split("://")[0] + "://…"
+        raise ConfigError(
+            f"config.study.storage: got {shown!r}, which SQLAlchemy cannot use ({e}); allowed: {allowed}"
+        ) from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        raise ConfigError(
+            f"config.study.storage: got {shown!r}, whose driver is not installed ({e}); allowed: {allowed}"
+        ) from None
+
+
 def suggest(trial, space: list[Param]) -> tuple[dict[str, float], dict[str, Any]]:
     """(hparam values, model field values) of one trial; repeated calls return the same values."""
     hparams, model = {}, {}
@@ -205,6 +228,8 @@ def check_search(config: Any, rules: dict) -> list[tuple[str, Any, ml_collection
             f"config.study.storage: got {study.storage!r}; allowed: '' (study.db in the workdir), "
             "'journal' (study.log there), an RDB URL, or a path ending in .db or .log"
         )
+    if "://" in study.storage:
+        check_url(study.storage)
     if not space:
         raise ConfigError("config.search: nothing is searched; allowed: at least one (kind, low, high) entry")
     if study.sampler == "gp" and importlib.util.find_spec("torch") is None:

@@ -5,13 +5,23 @@ curves.zarr holds the same numbers densely as one TensorStore zarr3 array per bu
 [member, eval, metric]; members.jsonl is rewritten atomically (temp file + rename) whenever a
 bucket finishes. On resume everything past the last checkpoint is cut back, so a kill at any
 moment loses at most the chunk in flight.
+
+Nothing is lost silently: one process writes a workdir at a time (`Store.writer`, a kernel lock
+that dies with its process), and a line that does not parse (a kill in the middle of a write, a
+damaged disk) is skipped with a warning on reading and moved, with its line number, to
+`<table>.quarantine` when the writer next rewrites the table, never ending the read early.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
+import socket
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +51,41 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def read_jsonl(path: Path) -> list[dict]:
+_warned: set[tuple[str, int, str]] = set()
+
+
+def read_jsonl(path: Path, torn: list[tuple[int, str]] | None = None) -> list[dict]:
+    """The rows of a JSON-lines table. A line that does not parse is skipped with a one-line
+    warning (once per process) and, when `torn` is given, collected there as (line number, text)."""
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a torn last line from a kill mid-append
-                break
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a kill in the middle of an append, or a damaged file
+            if torn is not None:
+                torn.append((number, line))
+            if (str(path), number, line) not in _warned:
+                _warned.add((str(path), number, line))
+                print(f"warning: {path} line {number} does not parse; skipped", file=sys.stderr, flush=True)
     return rows
+
+
+def rewrite_jsonl(path: Path, rows: list[dict], torn: list[tuple[int, str]]) -> None:
+    """Replace a table by `rows`, first moving its `torn` lines (from read_jsonl) to
+    `<table>.quarantine` with their line numbers, so that no text is ever dropped."""
+    if torn:
+        quarantine = path.with_name(path.name + ".quarantine")
+        with open(quarantine, "a") as f:
+            f.write("".join(json.dumps({"line": n, "text": text}) + "\n" for n, text in torn))
+            f.flush()
+            os.fsync(f.fileno())
+        lines = ", ".join(str(n) for n, _ in torn)
+        print(f"warning: moved line(s) {lines} of {path} to {quarantine.name}", file=sys.stderr, flush=True)
+    write_atomic(path, "".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in rows))
 
 
 def _differences(a: Any, b: Any, path: str = "config") -> list[str]:
@@ -63,8 +97,29 @@ def _differences(a: Any, b: Any, path: str = "config") -> list[str]:
     return [] if a == b else [f"{path}: {b!r} in the workdir, {a!r} now"]
 
 
-class WorkdirMismatch(ValueError):
-    pass
+class WorkdirError(ValueError):
+    """A workdir that cannot hold this run, phrased as one line naming it."""
+
+
+class WorkdirMismatch(WorkdirError):
+    """The workdir holds a run of another config."""
+
+
+class WorkdirLocked(WorkdirError):
+    """Another live process writes the workdir."""
+
+
+def _make_dir(root: Path) -> None:
+    """mkdir -p, with a one-line error naming what is in the way."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise WorkdirError(f"{root} is a file; allowed: a directory (new, or a run's workdir)") from None
+    except NotADirectoryError:
+        blocker = next(p for p in root.parents if p.exists())
+        raise WorkdirError(f"{root} is under a file ({blocker}); allowed: a path under directories") from None
+    except OSError as e:
+        raise WorkdirError(f"{root}: cannot create it ({e.strerror}); allowed: a writable location") from None
 
 
 class Store:
@@ -81,7 +136,7 @@ class Store:
         tag = f".process{k}"
         shared = Path(*[p for p in Path(workdir).parts if p != tag])  # sub-stores of a mirror
         self.root = shared if k == 0 else shared / tag
-        self.root.mkdir(parents=True, exist_ok=True)
+        _make_dir(self.root)
         self.config_path = self.root / "config.json"
         self.members_path = self.root / "members.jsonl"
         self.evals_path = self.root / "evals.jsonl"
@@ -89,12 +144,45 @@ class Store:
         self.ckpt_path = shared / "ckpt"
         self.report_path = self.root / "report"
 
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[None]:
+        """Hold the workdir's lock: a second writer fails at once, naming this process. flock is
+        released by the kernel when the holder exits or is killed (no stale lock); each process
+        of a multi-process run locks its own root (its mirror)."""
+        path = self.root / ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise WorkdirError(
+                f"{self.root}: cannot write ({e.strerror}); allowed: a writable directory"
+            ) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "a process starting up"
+                raise WorkdirLocked(
+                    f"{self.root} is being written by {holder}; allowed: one run per workdir at a time "
+                    "(wait for it, or use another --workdir)"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
     # config --------------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
         """Write config.json, or check that the workdir holds a run of this same config."""
         config = clean(config)
         if self.config_path.exists():
-            old = json.loads(self.config_path.read_text())
+            try:
+                old = json.loads(self.config_path.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise WorkdirError(
+                    f"{self.config_path} does not parse ({e}); allowed: a workdir written by jaxcap "
+                    "(move this one away, or use another --workdir)"
+                ) from None
             diffs = _differences(config, old)
             if diffs:
                 raise WorkdirMismatch(
@@ -110,11 +198,19 @@ class Store:
     def finished_buckets(self) -> set[str]:
         return {row["bucket"] for row in self.member_rows()}
 
+    def complete(self, bucket: str, n_members: int) -> bool:
+        """Whether members.jsonl holds every row of this bucket (a torn line loses one)."""
+        return sum(row["bucket"] == bucket for row in self.member_rows()) == n_members
+
     def add_member_rows(self, rows: list[dict]) -> None:
-        bucket = {row["bucket"] for row in rows}
-        kept = [r for r in self.member_rows() if r["bucket"] not in bucket]
-        text = "".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in kept + rows)
-        write_atomic(self.members_path, text)
+        """Put these rows in place of their buckets' rows (where the first of them was), or last."""
+        bucket, torn, out, placed = {row["bucket"] for row in rows}, [], [], False
+        for row in read_jsonl(self.members_path, torn):
+            if row["bucket"] not in bucket:
+                out.append(row)
+            elif not placed:
+                out, placed = out + rows, True
+        rewrite_jsonl(self.members_path, out if placed else out + rows, torn)
 
     # evals ---------------------------------------------------------------------------------
     def eval_rows(self, bucket: str | None = None) -> list[dict]:
@@ -129,23 +225,45 @@ class Store:
         for member, values in enumerate(table):
             row = {"bucket": bucket, "member": member, "step": step, **dict(zip(names, values))}
             lines.append(json.dumps(clean(row), sort_keys=True) + "\n")
-        with open(self.evals_path, "a") as f:
-            f.write("".join(lines))
+        text = "".join(lines)
+        with open(self.evals_path, "ab+") as f:
+            if f.seek(0, os.SEEK_END):
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    text = "\n" + text  # a torn last line stays one line, never glued to a row
+            f.write(text.encode())
             f.flush()
             os.fsync(f.fileno())
         self._append_curve(bucket, step, names, table)
 
     def truncate(self, bucket: str, n_evals: int) -> None:
         """Cut this bucket's evals back to its first `n_evals` eval points (resume)."""
-        rows = read_jsonl(self.evals_path)
+        torn: list[tuple[int, str]] = []
+        rows = read_jsonl(self.evals_path, torn)
         steps = sorted({r["step"] for r in rows if r["bucket"] == bucket})
         keep_steps = set(steps[:n_evals])
         kept = [r for r in rows if r["bucket"] != bucket or r["step"] in keep_steps]
-        # Always rewrite: this also drops a line torn by a kill in the middle of an append.
-        write_atomic(self.evals_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+        # Always rewrite: this also moves a line torn by a kill in the middle of an append.
+        rewrite_jsonl(self.evals_path, kept, torn)
         array = self._open_curve(bucket)
         if array is not None and array.shape[1] > n_evals:
             array.resize(exclusive_max=[array.shape[0], n_evals, array.shape[2]]).result()
+
+    def check_tables(self, bucket: str, n_members: int, cursor: dict | None) -> None:
+        """Say so when a bucket's tables hold fewer rows than its checkpoint's `cursor` recorded."""
+        if cursor is None:
+            return
+        counts = {
+            self.members_path.name: (sum(r["bucket"] == bucket for r in self.member_rows()), n_members),
+            self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor["n_evals"]),
+        }
+        for name, (held, expected) in counts.items():
+            if held != expected:
+                print(
+                    f"warning: [{bucket}] {name} holds {held} of the {expected} rows that its checkpoint "
+                    f"(step {cursor['step']}) recorded",
+                    flush=True,
+                )
 
     # curves --------------------------------------------------------------------------------
     def _curve_spec(self, bucket: str) -> dict:

@@ -2,12 +2,11 @@
 a queue of trials that workers claim, and the objective with its seed aggregation.
 
 The budget of a study is created once, with the study, as `n_trials` WAITING trials (the first
-is the baseline: the config's own hyperparameters). A worker claims waiting trials exactly as
-`Study.ask` pops enqueued ones — an atomic RUNNING transition in the storage — but never creates
-new ones, so any number of workers on one storage finish the budget with no trial run twice
-and none beyond it. Each claimed trial is tagged with its worker (the workdir) and its round,
-because ask/tell records no heartbeats: a rerun of a killed worker finds its own RUNNING trials
-and resumes that round from its checkpoint, so no trial is lost and none is failed.
+is the baseline: the config's own hyperparameters), and recorded as the study's user attribute
+`budget`. A worker claims waiting trials exactly as `Study.ask` pops enqueued ones — an atomic
+RUNNING transition in the storage — but never creates new ones, so any number of workers on one
+storage finish the budget with no trial run twice and none beyond it (jaxcap/rounds.py). A
+larger `n_trials` on an existing study extends its budget; a smaller one is refused.
 
 [1] Akiba et al. 2019, "Optuna", arXiv:1907.10902.
 [2] Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization" (TPE), NeurIPS.
@@ -17,20 +16,18 @@ and resumes that round from its checkpoint, so no trial is lost and none is fail
 from __future__ import annotations
 
 import collections
-import datetime
 import itertools
 import time
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
-from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy.exc import SQLAlchemyError
 
 from jaxcap.search_space import baseline_params, parse_space
+from jaxcap.validate import ConfigError
 
 
 def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
@@ -50,27 +47,41 @@ def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
 
 
-def sampler_seed(seed: int, level: int, first_trial: int) -> int:
-    """The sampler seed of a round: a function of the trial numbers it serves, so a resumed round
-    draws what the killed one drew and two workers (disjoint trials) never draw alike."""
-    return int(np.random.SeedSequence([seed, level, first_trial]).generate_state(1)[0])
+def sampler_seed(seed: int, level: int, trial: int) -> int:
+    """The sampler seed of one trial's draw: a function of its number, so a resumed round draws
+    what the killed one drew and two workers (disjoint trials) never draw alike."""
+    return int(np.random.SeedSequence([seed, level, trial]).generate_state(1)[0])
 
 
-def make_sampler(study_cfg: Any, seed: int, level: int) -> optuna.samplers.BaseSampler:
-    kind = study_cfg.sampler
-    if kind == "qmc":  # pass the config seed: one scrambled sequence for every round and worker
+class TrialQMCSampler(optuna.samplers.QMCSampler):
+    """Point i of the (scrambled) sequence for trial i, instead of Optuna's counter in the storage,
+    which a redraw would advance: a resumed round gets the points the killed one drew."""
+
+    def sample_relative(self, study, trial, search_space):
+        self._number = trial.number
+        return super().sample_relative(study, trial, search_space)
+
+    def _find_sample_id(self, study, search_space) -> int:
+        return self._number
+
+
+def make_sampler(study_cfg: Any, seed: int, level: int, trial: int) -> optuna.samplers.BaseSampler:
+    """The sampler that draws trial number `trial` of level `level` (one per trial, see rounds.py)."""
+    kind, trial_seed = study_cfg.sampler, sampler_seed(seed, level, trial)
+    if kind == "qmc":  # one scrambled sequence for every round and worker of a level
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.QMCSampler(scramble=True, seed=seed + level)
+            independent = optuna.samplers.RandomSampler(seed=trial_seed)
+            return TrialQMCSampler(scramble=True, seed=seed + level, independent_sampler=independent)
     if kind == "tpe":  # constant liar (the v5 default) repels the other trials of a batch
         return optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=study_cfg.n_startup_trials, constant_liar=True
+            seed=trial_seed, n_startup_trials=study_cfg.n_startup_trials, constant_liar=True
         )
     if kind == "gp":
-        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=study_cfg.n_startup_trials)
+        return optuna.samplers.GPSampler(seed=trial_seed, n_startup_trials=study_cfg.n_startup_trials)
     if kind == "nsga2":
-        return optuna.samplers.NSGAIISampler(population_size=max(2, study_cfg.batch_trials), seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
+        return optuna.samplers.NSGAIISampler(population_size=max(2, study_cfg.batch_trials), seed=trial_seed)
+    return optuna.samplers.RandomSampler(seed=trial_seed)
 
 
 def make_pruner(study_cfg: Any, train_cfg: Any) -> optuna.pruners.BasePruner:
@@ -120,28 +131,55 @@ def _budget_appears(study: optuna.Study) -> bool:
 
 def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -> list[optuna.Study]:
     """Load (or create, with its budget queued) the study of every level."""
-    storage = make_storage(config.study.storage, root)
-    space = parse_space(config.search)
-    studies = []
-    for i, level in enumerate(levels(config)):
-        name = study_name(config, family, level)
-        pruner = make_pruner(config.study, config.train)
-        try:
-            study = optuna.create_study(
-                study_name=name, storage=storage, directions=directions(config.study, higher_is_better)
+    try:
+        storage = make_storage(config.study.storage, root)
+        return [
+            _open_study(config, storage, i, study_name(config, family, level), higher_is_better)
+            for i, level in enumerate(levels(config))
+        ]
+    except (SQLAlchemyError, ValueError, OSError) as e:  # a damaged study.db or journal file
+        if isinstance(e, ConfigError):
+            raise
+        where = config.study.storage or "study.db in the workdir"
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise ConfigError(
+            f"config.study.storage: cannot open {where} as an Optuna storage ({type(e).__name__}: {reason}); "
+            "allowed: an intact storage (move a damaged file away to start afresh)"
+        ) from None
+
+
+def _open_study(config: Any, storage, i: int, name: str, higher_is_better: bool) -> optuna.Study:
+    n = config.study.n_trials
+    try:
+        optuna.create_study(
+            study_name=name, storage=storage, directions=directions(config.study, higher_is_better)
+        )
+        created = True
+    except optuna.exceptions.DuplicatedStudyError:
+        created = False
+    pruner, sampler = make_pruner(config.study, config.train), make_sampler(config.study, config.seed, i, 0)
+    study = optuna.load_study(study_name=name, storage=storage, pruner=pruner, sampler=sampler)
+    if created or not _budget_appears(study):  # the creator queues it (or was killed first)
+        if config.study.baseline:
+            study.enqueue_trial(
+                baseline_params(config, parse_space(config.search)), user_attrs={"baseline": True}
             )
-            created = True
-        except optuna.exceptions.DuplicatedStudyError:
-            created = False
-        sampler = make_sampler(config.study, sampler_seed(config.seed, i, 0), i)  # reseeded per round
-        study = optuna.load_study(study_name=name, storage=storage, pruner=pruner, sampler=sampler)
-        if created or not _budget_appears(study):  # the creator queues it (or was killed first)
-            if config.study.baseline:
-                study.enqueue_trial(baseline_params(config, space), user_attrs={"baseline": True})
-            for _ in range(config.study.n_trials - int(config.study.baseline)):
-                study.enqueue_trial({})
-        studies.append(study)
-    return studies
+        for _ in range(n - int(config.study.baseline)):
+            study.enqueue_trial({})
+        study.set_user_attr("budget", n)  # after the queue: a worker that sees it sees the whole budget
+        return study
+    budget = study.user_attrs.get("budget")  # None: a creator still queueing (or an older study)
+    if budget is not None and n < budget:
+        raise ConfigError(
+            f"config.study.n_trials: got {n}, but study {name} already has a budget of {budget} trials; "
+            f"allowed: {budget} or more (a budget grows, never shrinks)"
+        )
+    if budget is not None and n > budget:
+        for _ in range(n - budget):
+            study.enqueue_trial({})
+        study.set_user_attr("budget", n)
+        print(f"study {name}: budget extended from {budget} to {n} trials", flush=True)
+    return study
 
 
 def create_studies(config: Any, root: Path) -> list[str]:
@@ -163,67 +201,15 @@ def create_studies(config: Any, root: Path) -> list[str]:
     return lines
 
 
-def claim(study: optuna.Study, n: int, owner: str, round_id: str) -> list[FrozenTrial]:
-    """Up to n waiting trials of `study`, now RUNNING and tagged as this worker's round."""
-    storage, trials = study._storage, []
-    for frozen in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-        if len(trials) == n:
-            break
-        try:  # Study.ask's own claim (_pop_waiting_trial_id); False: another worker was first
-            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
-                continue
-        except UpdateFinishedTrialError:
-            continue
-        storage.set_trial_user_attr(frozen._trial_id, "worker", owner)
-        storage.set_trial_user_attr(frozen._trial_id, "round", round_id)
-        trials.append(storage.get_trial(frozen._trial_id))
-    return trials
-
-
-# A claim writes RUNNING, then its two tags, milliseconds apart; an untagged RUNNING trial younger
-# than this may be another worker's claim in flight (the race CI once hit), not a killed one's.
-ADOPT_AFTER = datetime.timedelta(minutes=2)
-
-
-def _abandoned(trial: FrozenTrial) -> bool:
-    start = trial.datetime_start
-    return start is None or datetime.datetime.now() - start > ADOPT_AFTER
-
-
-def leftover_round(
-    studies: list[optuna.Study], owner: str
-) -> tuple[str, list[tuple[int, FrozenTrial]]] | None:
-    """A round this worker left unfinished (a RUNNING trial of its own), with all its trials."""
-    for study in studies:
-        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if t.user_attrs.get("worker", owner) != owner:
-                continue  # another worker's, still running (or to be resumed by that worker)
-            round_id = t.user_attrs.get("round")
-            if round_id is None:
-                if not _abandoned(t):
-                    continue  # claimed by a live worker that has not tagged it yet
-                # killed between its claim and its tags: adopt it
-                round_id = uuid.uuid4().hex[:8]
-                study._storage.set_trial_user_attr(t._trial_id, "worker", owner)
-                study._storage.set_trial_user_attr(t._trial_id, "round", round_id)
-            found = [
-                (level, trial)
-                for level, s in enumerate(studies)
-                for trial in s.get_trials(deepcopy=False)
-                if trial.user_attrs.get("round") == round_id and trial.user_attrs.get("worker") == owner
-            ]
-            return round_id, found
-    return None
-
-
 def member_values(final: dict[str, Any], spec: Any, study_cfg: Any) -> tuple[float, ...] | None:
-    """The objective of one member from its metrics; None when a value is missing (diverged)."""
-    val, gap = final.get(spec.success_metric), final.get("gap")
+    """The objective of one member from its metrics, read on val (selection never reads test);
+    None when a value is missing (diverged)."""
+    val, gap = final.get(spec.select_metric), final.get("gap")
     if val is None or gap is None or not (np.isfinite(val) and np.isfinite(gap)):
         return None
     if study_cfg.objective == "multi":
         return (float(val), float(gap))
-    if study_cfg.objective == "val" or spec.success_metric.startswith("train_"):
+    if study_cfg.objective == "val" or spec.select_metric.startswith("train_"):
         return (float(val),)  # memorization tasks succeed on train: a gap is what they measure
     # generalization gap: positive when train beats val (oriented by higher_is_better)
     sign = 1.0 if spec.higher_is_better else -1.0
@@ -231,7 +217,8 @@ def member_values(final: dict[str, Any], spec: Any, study_cfg: Any) -> tuple[flo
 
 
 def aggregate(per_seed: list[tuple[float, ...]], finals: list[dict], spec: Any) -> tuple[list[float], dict]:
-    """Mean over seeds (what `tell` receives) and the seed spread (trial user attributes)."""
+    """Mean over seeds (what `tell` receives) and the seed spread (trial user attributes), with
+    the per-seed selection (val) and outcome (test) metrics: reports quote the outcome."""
     values = np.asarray(per_seed, np.float64)  # [S, objectives]
     ddof = 1 if len(values) > 1 else 0
     attrs = {
@@ -239,7 +226,8 @@ def aggregate(per_seed: list[tuple[float, ...]], finals: list[dict], spec: Any) 
         "seed_std": values.std(0, ddof=ddof).tolist(),
         "seed_min": values.min(0).tolist(),
         "seed_max": values.max(0).tolist(),
-        spec.success_metric: [f[spec.success_metric] for f in finals],
+        spec.select_metric: [f.get(spec.select_metric) for f in finals],
+        spec.success_metric: [f.get(spec.success_metric) for f in finals],
         "gap": [f["gap"] for f in finals],
     }
     return values.mean(0).tolist(), attrs

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
-import uuid
 from typing import Any
 
 import ml_collections
@@ -27,8 +26,8 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from jaxcap import rounds, tasks
 from jaxcap import study as study_lib
-from jaxcap import tasks
 from jaxcap.plan import Bucket, model_config, train_settings
 from jaxcap.population import Member
 from jaxcap.run import train_bucket
@@ -150,17 +149,14 @@ def tell(slots: list[Slot], rows: list[dict], spec, study_cfg) -> dict[str, int]
 
 
 def plan_round(config, studies, round_id: str, trials, levels: list[dict]) -> list[tuple[Bucket, list[Slot]]]:
-    """The buckets of one round: its trials grouped by their shape-changing suggestions."""
-    space = parse_space(config.search)
-    for level in {lv for lv, _ in trials}:
-        first = min(t.number for lv, t in trials if lv == level)
-        seed = (
-            study_lib.sampler_seed(config.seed, level, first)
-            if config.study.sampler != "qmc"
-            else config.seed
-        )
-        studies[level].sampler = study_lib.make_sampler(config.study, seed, level)
-    slots = sorted((_slot(lv, studies[lv], t, space) for lv, t in trials), key=lambda s: (s.level, s.number))
+    """The buckets of one round: its trials grouped by their shape-changing suggestions. Trial by
+    trial, its suggestions are drawn once (jaxcap/rounds.py) before its slot records them."""
+    space, slots = parse_space(config.search), []
+    for level, frozen in sorted(trials, key=lambda lt: (lt[0], lt[1].number)):
+        if not frozen.state.is_finished():
+            sampler = study_lib.make_sampler(config.study, config.seed, level, frozen.number)
+            rounds.fix_suggestions(studies[level], frozen._trial_id, space, sampler)
+        slots.append(_slot(level, studies[level], frozen, space))
     groups: dict[tuple, list[Slot]] = {}
     for slot in slots:
         groups.setdefault(tuple(sorted(slot.model.items())), []).append(slot)
@@ -179,7 +175,7 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
             f"= {len(bucket.members)} members" + (f" ({bucket.label})" if bucket.label else ""),
             flush=True,
         )
-        if bucket.name in store.finished_buckets():  # trained before a kill, not yet told
+        if store.complete(bucket.name, len(bucket.members)):  # trained before a kill, not yet told
             rows = [r for r in store.member_rows() if r["bucket"] == bucket.name]
         else:
             on_eval = make_on_eval(group, spec, config.study, bucket.settings.steps)
@@ -207,28 +203,26 @@ def run_sweep(config, store: Store) -> list[optuna.Study]:
     """Claim and train rounds until no study of this config has a waiting trial left."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     owner = str(store.root.resolve())
+    private = config.study.storage in ("", "journal")  # in the workdir: no other worker sees it
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     spec = task.spec
     levels = study_lib.levels(config) or [{}]
     studies = study_lib.open_studies(config, store.root, spec.family, spec.higher_is_better)
-    rounds = 0
+    n_rounds = 0
     while True:
-        left = study_lib.leftover_round(studies, owner)
-        if left is not None:
-            round_id, trials = left
+        trained = store.finished_buckets() | (
+            {p.name for p in store.ckpt_path.iterdir()} if store.ckpt_path.is_dir() else set()
+        )
+        round_id, trials, resumed = rounds.next_trials(
+            studies, owner, config.study.batch_trials, private, trained
+        )
+        if resumed:
             print(f"[round {round_id}] resuming {len(trials)} trials left by a killed run", flush=True)
-        else:
-            round_id = uuid.uuid4().hex[:8]
-            trials = [
-                (level, trial)
-                for level, study in enumerate(studies)
-                for trial in study_lib.claim(study, config.study.batch_trials, owner, round_id)
-            ]
-            if not trials:
-                if not rounds:
-                    print("finished: no study of this config has a trial left to run", flush=True)
-                break
-        rounds += 1
+        if not trials:
+            if not n_rounds:
+                print("finished: no study of this config has a trial left to run", flush=True)
+            break
+        n_rounds += 1
         start = time.time()
         run_round(config, store, studies, round_id, trials, levels)
         print(f"[round {round_id}] {time.time() - start:.0f} s", flush=True)

@@ -5,15 +5,19 @@ one XLA program for the whole population (purejaxrl's `make_train`, evosax's Sta
 `run_chunk(state, hparams, data) -> (state, ChunkStats)`, a `lax.scan` over `chunk_steps`
 steps with no host synchronization. Per-member learning rate, weight decay and Adam β2 live in
 the optimizer state through `optax.inject_hyperparams`; the warmup/decay schedule is a shared
-unit shape times the member's peak learning rate. A member whose loss, gradient or parameters
-become non-finite keeps its last finite state and is marked `diverged`; it never touches the
+unit shape times the member's peak learning rate. A member whose loss or gradient norm becomes
+non-finite keeps its last finite parameters and is marked `diverged`; it never touches the
 other members, which are computed independently under vmap.
+
+Evaluation scores a fixed sample of each split (`sampled_task`), sized from the training
+work per chunk so that evaluating costs at most `eval_share` of a run.
 
 [1] Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization" (AdamW), arXiv:1711.05101.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -25,9 +29,11 @@ from flax import struct
 from jax.sharding import Mesh
 
 from jaxcap import losses
+from jaxcap.baselines import make_baselines
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
 from jaxcap.population import HParams
+from jaxcap.scoring import score_splits
 from jaxcap.sharding import member_sharding
 from jaxcap.tasks import Split, Task
 
@@ -69,6 +75,40 @@ class TrainSettings:
     loss_scale: float = 1.0  # static loss scaling for float16 compute
     dropout: bool = True  # False: no member uses dropout, so no masks are drawn at all
     eval_batch_size: int = 1024
+    eval_share: float = 0.1  # the most of a run's compute spent evaluating (0: whole splits)
+
+
+# A forward and backward pass cost about three forwards, so a chunk trains the equivalent of
+# 3 x chunk_steps x batch_size forward examples. No eval sample is cut below this many examples
+# per split (a tiny run may then spend more than eval_share evaluating).
+EVAL_MIN_ROWS = 256
+
+
+def eval_budget(settings: TrainSettings) -> int | None:
+    """Examples an eval may score in all (None: no budget): eval_share of a chunk's compute."""
+    if settings.eval_share <= 0:
+        return None
+    share = settings.eval_share / (1.0 - settings.eval_share)  # eval / train compute
+    return int(share * 3 * settings.chunk_steps * settings.batch_size)
+
+
+def sampled_task(task: Task, data: dict[str, Split], settings: TrainSettings) -> Task:
+    """The task with its n_eval cap lowered so that its eval splits hold about `eval_budget`
+    examples (at least EVAL_MIN_ROWS per split). The task still builds its own eval splits
+    (derived ones, e.g. soft-label or per-class splits, stay consistent), and a task that scores
+    whole splits regardless of n_eval (random data: every memorized item counts) keeps doing so.
+    Shapes are static, so this is decided once, at trace time."""
+    budget = eval_budget(settings)
+    total = sum(split.size for split in task.eval_splits(data).values())  # traced, then unused
+    if budget is None or total <= budget:
+        return task
+    largest = min(task.n_eval, max(split.size for split in data.values()))
+    n_eval = max(EVAL_MIN_ROWS, int(largest * budget / total))
+    if n_eval >= task.n_eval:
+        return task
+    capped = copy.copy(task)  # a frozen dataclass: no __init__ (which may load files) runs again
+    object.__setattr__(capped, "n_eval", n_eval)
+    return capped
 
 
 def unit_schedule(step: jax.Array, warmup: jax.Array, settings: TrainSettings) -> jax.Array:
@@ -133,22 +173,25 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         if settings.clip_norm > 0:
             factor = jnp.minimum(1.0, settings.clip_norm / (grad_norm + 1e-12))
             grads = jax.tree.map(lambda g: g * factor.astype(g.dtype), grads)
-        lr = hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings)
+        # The divergence guard decides on the two scalars the step already has: finite loss and
+        # gradients keep parameters finite (Adam's step is bounded by the lr). A member that does
+        # not take this step (diverged, frozen, or non-finite now) gets zero gradients, so its
+        # moments stay finite, and learning rate 0, so AdamW's update (decay included) is exactly
+        # 0: it keeps its last finite parameters with no select over them, and the zeroing is an
+        # elementwise part of the optimizer's own pass over the gradients.
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+        active = ~state.frozen & ~state.diverged
+        take = finite & active
+        grads = jax.tree.map(lambda g: jnp.where(take, g, jnp.zeros_like(g)), grads)
+        lr = jnp.where(take, hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings), 0.0)
         opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
         updates, new_opt = tx.update(grads, opt_state, state.params)
         # float32 hyperparameters promote the moments of bfloat16/float16 parameters: keep every
         # leaf in its dtype so the scan carry is stable (a no-op for float32 and float64 models)
         new_opt = jax.tree.map(lambda new, old: new.astype(old.dtype), new_opt, opt_state)
-        new_params = optax.apply_updates(state.params, updates)
-        # Finite loss and gradients keep parameters finite (Adam's step is bounded by the lr), so
-        # two scalar checks replace a pass over every parameter. Only the parameters are guarded:
-        # a diverged or frozen member never updates again, so its optimizer state may go stale.
-        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
-        active = ~state.frozen & ~state.diverged
-        take = finite & active
         new_state = state.replace(
             step=state.step + 1,
-            params=jax.tree.map(lambda new, old: jnp.where(take, new, old), new_params, state.params),
+            params=optax.apply_updates(state.params, updates),
             opt_state=new_opt,
             diverged=state.diverged | (active & ~finite),
         )
@@ -165,37 +208,19 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
 
 
 def make_evaluate(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> Callable:
-    """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split.
+    """`evaluate(state, hp, data) -> {split_metric: value}` for one member, on every eval split
+    (train, val, test and any task-specific split), in batches of `eval_batch_size`.
 
-    Each split is scored whole (up to the task's n_eval cap) in batches of `eval_batch_size`,
-    padded with zero-weight rows, inside a `lax.scan` so memory stays bounded.
+    Each split is scored on its first n_eval examples (a fixed random sample: splits are drawn
+    in random order), n_eval lowered to the eval budget (`sampled_task`).
     """
     apply_fn = make_apply(model_cfg)
-    objective = losses.OBJECTIVES[task.spec.kind]
-
-    def score(params, split: Split, mask) -> dict[str, jax.Array]:
-        size = min(settings.eval_batch_size, split.size)
-        n_batches = -(-split.size // size)
-        pad = n_batches * size - split.size
-        padded = jax.tree.map(lambda a: jnp.concatenate([a, jnp.zeros((pad,) + a.shape[1:], a.dtype)]), split)
-        batches = jax.tree.map(lambda a: a.reshape((n_batches, size) + a.shape[1:]), padded)
-
-        def body(total, batch: Split):
-            logits = apply_fn(params, batch.inputs)
-            sums = objective.sums(logits, batch.targets, batch.weights, mask, batch.optimum)
-            return jax.tree.map(jnp.add, total, sums), None
-
-        zeros = objective.zeros(model_cfg.n_outputs, split.optimum is not None)
-        total, _ = jax.lax.scan(body, zeros, batches)
-        return objective.finalize(total)
 
     def evaluate(state: MemberState, hp: HParams, data: dict[str, Split]) -> dict[str, jax.Array]:
-        mask = task.output_mask(hp.task)
-        out, splits = {}, task.eval_splits(data)
-        for name, split in splits.items():
-            for metric, value in score(state.params, split, mask).items():
-                out[f"{name}_{metric}"] = value
-        return {**out, **task.derived_metrics(out, splits)}
+        predict = lambda inputs: apply_fn(state.params, inputs)
+        sampled = sampled_task(task, data, settings)
+        splits, mask = sampled.eval_splits(data), task.output_mask(hp.task)
+        return score_splits(predict, sampled, splits, mask, model_cfg.n_outputs, settings.eval_batch_size)
 
     return evaluate
 
@@ -208,6 +233,7 @@ class PopulationProgram:
     data: Callable  # (key_data_P, hparams_P) -> data_P
     chunk: Callable  # (state_P, hparams_P, data_P) -> (state_P, ChunkStats_P); donates state_P
     evaluate: Callable  # (state_P, hparams_P, data_P) -> {metric: [P]}
+    baselines: Callable  # (hparams_P, data_P) -> {chance_*, shortcut_*, overlap_*: [P]}
     mesh: Mesh | None = None  # the devices the member axis is split over (None: jit's default)
 
 
@@ -218,6 +244,7 @@ def make_population(
     `mesh` when one is given (every argument and result, so no step moves data between devices)."""
     init_member, run_chunk = make_train(settings, task, model_cfg)
     evaluate = make_evaluate(settings, task, model_cfg)
+    member_baselines = make_baselines(task, model_cfg.n_outputs, settings.eval_batch_size)
 
     def member_data(key_data, hp: HParams):
         key = jax.random.fold_in(jax.random.wrap_key_data(key_data), KEY_DATA)
@@ -230,5 +257,6 @@ def make_population(
         data=jax.jit(jax.vmap(member_data), **split),
         chunk=jax.jit(jax.vmap(run_chunk), donate_argnums=0, **split),
         evaluate=jax.jit(jax.vmap(evaluate), **split),
+        baselines=jax.jit(jax.vmap(lambda hp, data: member_baselines(hp.task, data)), **split),
         mesh=mesh,
     )

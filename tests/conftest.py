@@ -19,12 +19,19 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 HP = {**DEFAULT_HPARAMS, "learning_rate": 3e-3}
 
 
-def killer(appends: int) -> str:
+def killer(appends: int, json_delay_s: float = 0.0) -> str:
     """A `python -c` launch that dies like SIGKILL (os._exit: nothing flushed or closed) right
-    after its `appends`-th batch of evals was stored: the kill-and-resume tests."""
+    after its `appends`-th batch of evals was stored: the kill-and-resume tests. `json_delay_s`
+    delays Orbax's writes of checkpoint JSON (as a large state does), so saves are in flight."""
     return f"""
-import os, sys
+import asyncio, os, sys
 import jaxcap.store as store
+from orbax.checkpoint._src.handlers.json_checkpoint_handler import JsonCheckpointHandler
+save_json = JsonCheckpointHandler._save_fn
+async def late(self, x, directory):
+    await asyncio.sleep({json_delay_s})
+    await save_json(self, x, directory)
+JsonCheckpointHandler._save_fn = late
 appended = 0
 original = store.Store.append_evals
 def append_then_die(self, *a, **k):

@@ -263,6 +263,6 @@ def test_arc_smoke_learns_a_fixed_flip_of_3x3_grids(tmp_path):
 
     levels = _smoke("configs/arc.py:smoke", tmp_path)
     rows = levels[("", 0, 3, 3)]  # level 0 (fliplr), size 3, 3 colours
-    assert rows[0]["success_metric"] == "val_exact" and rows[0]["family"] == "arc"
+    assert rows[0]["success_metric"] == "test_exact" and rows[0]["family"] == "arc"
     assert min(_success(rows)) >= 0.95, rows[0]["final"]
-    assert rows[0]["final"]["val_accuracy"] >= rows[0]["final"]["val_exact"]  # per cell >= whole grid
+    assert rows[0]["final"]["test_accuracy"] >= rows[0]["final"]["test_exact"]  # per cell >= whole grid

@@ -13,8 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import killer as kill_after
 
-from jaxcap import capacity, capacity_fit, tasks
+from jaxcap import capacity, capacity_curve, capacity_fit, tasks
+from jaxcap.capacity_report import saturated_capacity
 from jaxcap.config import load_config
 from jaxcap.models import ModelConfig
 from jaxcap.population import DEFAULT_HPARAMS, grid_members, stack
@@ -85,17 +87,92 @@ def test_saturation_plateau_and_growth():
     assert not capacity.saturated(rising[:3], 2, 0.02, 1.0, ceiling).any()  # too short to judge
     full = capacity.saturated(rising[:1], 2, 0.02, 1.0, np.array([1.0, 101.0]))
     np.testing.assert_array_equal(full, [False, True])  # at its dataset bits: nothing left to gain
-    stop = capacity.make_stop_fn([100.0, 100.0], [100.0, 100.0], 1.0, window=1, tol=0.02)
-    loss = lambda bits: [(1.0 - b / 100.0) * math.log(2.0) for b in bits]  # noqa: E731
-    assert not stop({"last": {"train_loss": loss([10, 10]), "diverged": [0, 0]}})
-    assert not stop({"last": {"train_loss": loss([50, 10.1]), "diverged": [0, 0]}})
-    assert stop({"last": {"train_loss": loss([50.5, 10.1]), "diverged": [0, 0]}})
     assert capacity.sizes_for((0.5, 1.0, 1.01), 1000, 60.0) == [8, 17]
     sizes, data = [10, 20, 40], [100.0, 200.0, 400.0]
     assert capacity.plateaued(sizes, [100.0, 150.0, 152.0], data, 0.05)
     assert not capacity.plateaued(sizes, [100.0, 150.0, 200.0], data, 0.05)  # still growing
     assert not capacity.plateaued(sizes, [100.0, 200.0, 204.0], [100.0, 200.0, 205.0], 0.05)  # all stored
     assert capacity.next_sizes([16, 32, 64], 2.0, 2) == [128, 256]
+
+
+def test_exposure_record_interpolates_in_log_exposures_and_resumes_exactly():
+    sizes, batch, budgets = [16, 32], 8, [10.0, 20.0, 40.0]  # member 0: 0.5 exposures/step, 1: 0.25
+    evals = {30: [1.0, 10.0], 60: [3.0, 30.0], 90: [4.0, 40.0], 160: [5.0, 50.0]}
+    stop = capacity_curve.make_stop_fn(sizes, batch, budgets)
+
+    def step_eval(cursor: dict, step: int) -> bool:
+        last = {m: [v * (1 + j) for v in evals[step]] for j, m in enumerate(capacity_curve.RECORDED)}
+        cursor.update(step=step, last=last)
+        before = cursor.get("exposure")
+        stopped = stop(cursor)
+        assert before is None or before is not cursor["exposure"]  # a new record every eval
+        return stopped
+
+    cursor = {}
+    assert [step_eval(cursor, s) for s in evals] == [False, False, False, True]  # 40 x 32 / 8 = 160
+    w40, w80 = math.log(40 / 30) / math.log(60 / 30), math.log(80 / 60) / math.log(90 / 60)
+    bits = cursor["exposure"]["at"]["bits_stored"]
+    # member 0 passed 10 exposures at step 20, before the first eval: unresolved, not extrapolated
+    assert bits[0] == [None, pytest.approx(1.0 + w40 * 2.0), pytest.approx(3.0 + w80 * 1.0)]
+    assert bits[1] == [pytest.approx(10.0 + w40 * 20.0), pytest.approx(30.0 + w80 * 10.0), 50.0]
+    assert cursor["exposure"]["at"]["net_bits"][1][2] == 100.0  # every RECORDED metric
+    # resumed from a checkpoint after step 60 (the cursor went through JSON): the same record
+    resumed = {}
+    step_eval(resumed, 30), step_eval(resumed, 60)
+    resumed = json.loads(json.dumps(resumed))
+    assert [step_eval(resumed, s) for s in (90, 160)] == [False, True]
+    assert resumed["exposure"] == cursor["exposure"]
+
+
+def _rows(bits_at, seeds=(0, 1), sizes=(10, 20), **extra):
+    """capacity.jsonl-like rows: bits_at[size][seed] over the budgets (10, 20, 40, 80)."""
+    rows = []
+    for i, size in enumerate(sizes):
+        for j, seed in enumerate(seeds):
+            series = bits_at[i][j]
+            rows.append(
+                {
+                    "arch": 0,
+                    "seed": seed,
+                    "dataset_size": size,
+                    "exposures": [10.0, 20.0, 40.0, 80.0],
+                    "bits_at": series,
+                    "bits_stored": series[-1],
+                    "diverged": False,
+                    **extra,
+                }
+            )
+    return rows
+
+
+def test_curve_takes_the_best_size_per_seed_and_judges_the_last_doubling():
+    small = [[None, 50.0, 80.0, 90.0], [None, 40.0, 70.0, 80.0]]  # [seed][budget], 10 items
+    large = [[20.0, 60.0, 100.0, 104.0], [10.0, 30.0, 60.0, 70.0]]
+    points = capacity_curve.curve(_rows([small, large]), n_params=100)
+    assert [p["bits"] for p in points] == [[20.0, 10.0], [60.0, 40.0], [100.0, 70.0], [104.0, 80.0]]
+    assert [p["best_size"] for p in points][-1] == [20, 10]
+    assert points[0]["sizes"] == [20] and points[-1]["bits_per_param"] == pytest.approx(0.92)
+    flat = capacity_curve.flatness(points, tol=0.05)  # median 92 at 80 vs 85 at 40: +7.6 %
+    assert (
+        not flat["flat"] and flat["gain"] == pytest.approx(7 / 92) and (flat["from"], flat["to"]) == (40, 80)
+    )
+    assert capacity_curve.flatness(points, tol=0.08)["flat"]
+    assert capacity_curve.flatness(points[:1], tol=0.5) == {
+        "flat": False,
+        "gain": None,
+        "from": None,
+        "to": 10.0,
+        "tol": 0.5,
+    }
+    diverged = _rows([small, large])
+    diverged[2]["diverged"] = True  # size 20, seed 0: its seed falls back to size 10
+    assert capacity_curve.curve(diverged, 100)[-1]["bits"] == [90.0, 80.0]
+    budgets = [10.0, 20.0, 40.0, 80.0]
+    assert capacity_curve.member_saturated(budgets, [1.0, 2.0, 3.0, 3.1], 100.0, 0.05)
+    assert not capacity_curve.member_saturated(budgets, [1.0, 2.0, 3.0, 3.5], 100.0, 0.05)
+    assert capacity_curve.member_saturated(budgets, [None, 50.0, 90.0, 96.0], 100.0, 0.05)  # stored all
+    assert capacity_curve.exposures(100, 8, 16) == 50.0 and capacity_curve.steps_to(50.0, 16, 8) == 100
+    assert capacity_curve.steps_to(10.0, 3, 8) == 4  # 3.75 steps: the 4th passes it
 
 
 def test_fits_recover_known_laws():
@@ -154,23 +231,31 @@ def test_tiny_dataset_is_memorized_and_a_huge_one_plateaus():
     assert (np.abs(metrics["val_accuracy"] - 1 / 16) < 0.06).all(), metrics["val_accuracy"]
 
 
-def test_capacity_smoke_end_to_end_then_report_and_resume(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "jaxcap.launch",
-        "--config",
-        "configs/capacity.py:smoke",
-        "--workdir",
-        str(tmp_path),
-    ]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SMOKE = ["--config", "configs/capacity.py:smoke"]
+
+
+def launch(workdir, *args, killer: int = 0) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", kill_after(killer)] if killer else [sys.executable, "-m", "jaxcap.launch"]
+    cmd += [*SMOKE, "--workdir", str(workdir), *args]
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One uninterrupted configs/capacity.py:smoke run, shared by the tests below."""
+    workdir = tmp_path_factory.mktemp("capacity_smoke")
+    out = launch(workdir)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "bits per parameter" in out.stdout and "C_mem" in out.stdout
-    rows = [json.loads(line) for line in (tmp_path / "capacity.jsonl").read_text().splitlines()]
+    return workdir, out.stdout
+
+
+def test_capacity_smoke_end_to_end_then_report_and_resume(smoke):
+    workdir, stdout = smoke
+    assert "bits per parameter at each exposure budget" in stdout and "over the last doubling" in stdout
+    rows = [json.loads(line) for line in (workdir / "capacity.jsonl").read_text().splitlines()]
     assert {r["arch"] for r in rows} == {0, 1}
-    for arch in (0, 1):  # a round is added exactly while the curve has not plateaued (max 2 rounds)
+    for arch in (0, 1):  # a round is added exactly while the sizes have not plateaued (max 2 rounds)
         mine = [r for r in rows if r["arch"] == arch]
         last = max(r["round"] for r in mine)
         for round_ in range(last + 1):
@@ -178,19 +263,96 @@ def test_capacity_smoke_end_to_end_then_report_and_resume(tmp_path):
             assert summary["plateau"] == (round_ == last) or round_ == last == 1
         assert {r["dataset_size"] for r in mine if r["round"] == 0} == {4, 8}
         assert {r["dataset_size"] for r in mine if r["round"] == 1} <= {16, 32}
-    assert all(0 <= r["bits_stored"] <= r["dataset_bits"] + 1e-6 for r in rows)
-    assert all(r["net_bits"] <= r["bits_stored"] + 1e-6 for r in rows)
-    for name in ("report.md", "capacity.json", "capacity_curve.png", "bits_per_param.png"):
-        assert (tmp_path / "report" / name).exists(), name
-    (tmp_path / "report" / "report.md").unlink()
+    for r in rows:  # each size trained to its last budget, 100 exposures: 100 n / 8 steps, in chunks of 20
+        assert (
+            r["exposures"] == [10.0, 20.0, 50.0, 100.0] and r["bucket"] == f"b{r['arch']}n{r['dataset_size']}"
+        )
+        assert r["steps"] % 20 == 0
+        assert r["steps"] - 20 < 100 * r["dataset_size"] / 8 <= r["steps"]
+        known = [b for b in r["bits_at"] if b is not None]
+        assert known == sorted(known) and r["bits_stored"] == r["bits_at"][-1]
+        assert 0 <= r["bits_stored"] <= r["dataset_bits"] + 1e-6 and r["net_bits"] <= r["bits_stored"] + 1e-6
+        first_eval = 20 * 8 / r["dataset_size"]  # exposures at the first eval; earlier budgets: None
+        assert [b is None for b in r["bits_at"]] == [e < first_eval for e in r["exposures"]]
+    for name in (
+        "report.md",
+        "capacity.json",
+        "exposure_curve.png",
+        "capacity_curve.png",
+        "bits_per_param.png",
+    ):
+        assert (workdir / "report" / name).exists(), name
     from jaxcap.experiments import EXPERIMENTS
     from jaxcap.store import Store
 
-    written = EXPERIMENTS["capacity"].report(Store(tmp_path))
-    assert (tmp_path / "report" / "report.md") in written
-    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    text = (workdir / "report" / "report.md").read_text()
+    (workdir / "report" / "report.md").unlink()
+    written = EXPERIMENTS["capacity"].report(Store(workdir))
+    assert (workdir / "report" / "report.md") in written
+    assert (workdir / "report" / "report.md").read_text() == text  # rebuilt from the workdir alone
+    lower = saturated_capacity(workdir, "model.d_model=16")  # 100 exposures: still gaining
+    assert not lower["saturated"] and lower["bits"] == summarize_rows(rows, 1)["c_mem"]
+    assert saturated_capacity(workdir, {"d_model": 16, "n_layers": 1})["bits"] == lower["bits"]
+    assert saturated_capacity(workdir, 1, exposures=50)["exposures"] == 50
+    with pytest.raises(ValueError, match=r"arch: got \{'d_model': 32\}, which matches 0 architectures"):
+        saturated_capacity(workdir, {"d_model": 32})
+    again = launch(workdir)
     assert again.returncode == 0 and "members x" not in again.stdout  # nothing retrained
-    assert (tmp_path / "capacity.jsonl").read_text().count("\n") == len(rows)
+    assert (workdir / "capacity.jsonl").read_text().count("\n") == len(rows)
+
+
+def summarize_rows(rows: list[dict], arch: int) -> dict:
+    [summary] = capacity.summarize([r for r in rows if r["arch"] == arch], 0.05, 0.05)
+    return summary
+
+
+@pytest.mark.slow
+def test_saturated_capacity_agrees_at_two_budgets_past_saturation(tmp_path):
+    """C no longer depends on the training budget once the curve is flat. A small instance that
+    flattens within 1,600 exposures (random labels; weight decay 1.0 at lr 0.02 bounds what is
+    stored; 8 seeds, because at this learning rate a single snapshot jitters by a few percent): the
+    capacity read at 800 and at 1,600 exposures (3,200 and 6,400 steps for n = 256; with a
+    constant learning rate the shorter run is exactly a prefix of the longer) agree within 5 %, and
+    at 1,600 the curve is flat and the sizes have plateaued: a capacity, not a lower bound."""
+    from jaxcap.run import run
+
+    config = load_config(f"{ROOT / 'configs' / 'capacity.py'}:labels")
+    config.task.update(vocab_size=16, seq_len=10, n_classes=16, n_eval=32)
+    config.capacity.update(
+        bits_per_param_grid=(), max_rounds=1, exposures=(100.0, 200.0, 400.0, 800.0, 1600.0)
+    )
+    config.sweep.update(seeds=8, buckets=("model.d_model=8,model.n_heads=1,model.d_ff=16",))
+    config.sweep.task.dataset_size = (128, 256)
+    config.sweep.hparams.learning_rate = (2e-2,)
+    config.hparams.weight_decay = 1.0
+    config.train.update(batch_size=64, steps=6400, chunk_steps=100)
+    config.runtime.progress = False
+    run(config, str(tmp_path))
+    short, long = saturated_capacity(tmp_path, 0, exposures=800), saturated_capacity(tmp_path, 0)
+    assert long["saturated"] and long["exposures"] == 1600, long
+    assert abs(long["bits"] - short["bits"]) <= 0.05 * long["bits"], (short["bits"], long["bits"])
+
+
+def test_killed_capacity_run_resumes_to_the_same_bytes(smoke, tmp_path):
+    """Killed after the 4th eval of b1n8 (step 80; 3 + 5 + 10 + 20 evals of the first architecture,
+    3 of b1n4 before it), so its step-40 checkpoint is on disk for certain (orbax starts a save
+    after the previous one committed): the resumed run must take the exposure record from the
+    checkpointed cursor, since the budget of 50 exposures (step 50) interpolates between the evals
+    at steps 40 and 60. A record kept outside the cursor restarts empty and leaves it unresolved."""
+    straight, _ = smoke
+    dead = launch(tmp_path, killer=3 + 5 + 10 + 20 + 3 + 4)
+    assert dead.returncode == 137, dead.stderr[-2000:]
+    assert {
+        json.loads(line)["bucket"] for line in (tmp_path / "capacity.jsonl").read_text().splitlines()
+    } == {"b0n4", "b0n8", "b0n16", "b0n32", "b1n4"}
+    resumed = launch(tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "[b0n32 " not in resumed.stdout  # measured sizes are skipped
+    assert (
+        "[b1n8] resuming from step 40" in resumed.stdout or "[b1n8] resuming from step 60" in resumed.stdout
+    )
+    for name in ("capacity.jsonl", "members.jsonl", "evals.jsonl"):
+        assert (tmp_path / name).read_bytes() == (straight / name).read_bytes(), name
 
 
 def _smoke_config():
@@ -211,6 +373,31 @@ def test_config_errors_name_the_field():
     config = _smoke_config()
     config.model.attention = "bidirectional"
     with pytest.raises(ConfigError, match="config.model.attention: got 'bidirectional'; allowed: causal"):
+        capacity_run.check(config)
+    for field, value, message in [
+        (
+            "exposures",
+            (10.0, 5.0),
+            r"config.capacity.exposures: got \(10.0, 5.0\); allowed: a non-empty ascending",
+        ),
+        ("exposures", (), r"config.capacity.exposures: got \(\); allowed"),
+        (
+            "exposures",
+            (10.0, 200.0),
+            r"config.train.steps: got 400; allowed: >= 800 \(200 exposures of n = 32",
+        ),
+    ]:
+        config = _smoke_config()
+        config.capacity[field] = value
+        with pytest.raises(ConfigError, match=message):
+            capacity_run.check(config)
+    config = _smoke_config()
+    config.train.schedule = "cosine"
+    with pytest.raises(ConfigError, match="config.train.schedule: got 'cosine'; allowed: constant"):
+        capacity_run.check(config)
+    config = _smoke_config()
+    config.train.chunk_steps = 200  # n = 4 passes 100 exposures at step 50, before the first eval
+    with pytest.raises(ConfigError, match=r"config.train.chunk_steps: got 200; allowed: at most 50"):
         capacity_run.check(config)
     config = _smoke_config()
     config.capacity.max_rounds = 16  # sizes 64 * 2^30: random labels could not stay distinct

@@ -148,11 +148,14 @@ def test_shakespeare_loader_on_a_tiny_corpus(tmp_path):
     texts = task.texts()
     a, c = "To be, or not.\nAy!\n" * 20, "O Romeo\u2014Romeo.\n" * 20
     cut_a, cut_c = round(len(a) * 0.75), round(len(c) * 0.75)
-    assert shakespeare.decode(texts["train"]) == (a[:cut_a] + c[:cut_c]).replace("\u2014", "\ufffd")
-    assert shakespeare.decode(texts["val"]) == (a[cut_a:] + c[cut_c:]).replace("\u2014", "\ufffd")
+    mid_a, mid_c = cut_a + (len(a) - cut_a) // 2, cut_c + (len(c) - cut_c) // 2  # val | test
+    fix = lambda text: text.replace("\u2014", "\ufffd")
+    assert shakespeare.decode(texts["train"]) == fix(a[:cut_a] + c[:cut_c])
+    assert shakespeare.decode(texts["val"]) == fix(a[cut_a:mid_a] + c[cut_c:mid_c])
+    assert shakespeare.decode(texts["test"]) == fix(a[mid_a:] + c[mid_c:])
     assert shakespeare.decode(texts["val_ood"]) == "Et tu, Brute?\n" * 30
     data = task.make_data(jax.random.key(0), {})
-    assert set(data) == {"train", "val", "val_ood"}
+    assert set(data) == {"train", "val", "test", "val_ood"}
     for name, split in data.items():
         inputs, targets = np.asarray(split.inputs), np.asarray(split.targets)
         text = shakespeare.decode(texts[name])
@@ -182,8 +185,10 @@ def test_shakespeare_real_corpus_genres():
         shakespeare.GENRES
     )
     assert len(list(root.rglob("*.md"))) == 38
-    head, tail = shakespeare.load_genres("", "romances", 0.1)
-    assert 450_000 < len(head) + len(tail) < 600_000 and (head == shakespeare.VOCAB - 1).mean() < 1e-3
+    head, val, test = shakespeare.load_genres("", "romances", 0.1)
+    assert 0 <= len(test) - len(val) <= 4  # the held-out tail of each of 4 plays, halved
+    assert 450_000 < len(head) + len(val) + len(test) < 600_000
+    assert (head == shakespeare.VOCAB - 1).mean() < 1e-3
 
 
 @pytest.mark.slow
@@ -194,7 +199,7 @@ def test_markov_smoke_reaches_the_entropy_rate(tmp_path):
     config.runtime.progress = False
     run(config, str(tmp_path))
     rows = Store(tmp_path).member_rows()
-    assert rows and all(r["success_metric"] == "val_excess_bits" for r in rows)
+    assert rows and all(r["success_metric"] == "test_excess_bits" for r in rows)
     for r in rows:
-        assert r["final"]["val_excess_bits"] <= 0.05, r["final"]
+        assert r["final"]["test_excess_bits"] <= 0.05, r["final"]
         assert r["success"]

@@ -1,4 +1,6 @@
-"""The Transformer: parameter count, readouts, causal masking, dtypes, dropout."""
+"""The Transformer: parameter count, readouts, causal masking, dtypes, dropout, and the
+bandwidth-saving forms of the forward pass (trimmed last block, packed projections, broadcast
+attention, one cast per forward) against the plain computation."""
 
 import jax
 import jax.extend
@@ -7,8 +9,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from jaxcap.models import ModelConfig, Transformer, param_count
-from jaxcap.models.transformer import init_params, make_apply
+from jaxcap.models import ModelConfig, Transformer, attention, param_count
+from jaxcap.models.quantize import project
+from jaxcap.models.transformer import cast_linear, init_params, make_apply, read_positions
 
 BASE = dict(vocab_size=11, seq_len=6, n_outputs=7, n_layers=2, d_model=16, n_heads=2, d_head=8, d_ff=32)
 
@@ -101,3 +104,106 @@ def test_float64_params_only_inside_the_x64_scope():
         params = init_params(cfg, jax.random.key(0))
         assert all(x.dtype == jnp.float64 for x in jax.tree.leaves(params))
     assert jnp.zeros(1).dtype == jnp.float32
+
+
+TRIM_VARIANTS = [
+    {},
+    dict(norm="post", activation="relu", n_kv_heads=1, qk_norm=True),
+    dict(norm="none", residual="dense", n_layers=3),
+    dict(pos_encoding="rotary", attention="causal", mlp=False, residual="gated"),
+]
+
+
+@pytest.mark.parametrize("variant", range(len(TRIM_VARIANTS)))
+def test_trimmed_last_block_equals_the_full_block(variant):
+    """readout='last' computes the last block's queries, MLP and head at the last position only;
+    outputs and gradients must equal the full block read at that position, dropout included."""
+    last = ModelConfig(**{**BASE, **TRIM_VARIANTS[variant]}, readout="last")
+    full = ModelConfig(**{**BASE, **TRIM_VARIANTS[variant]}, readout="all")
+    params = init_params(last, jax.random.key(0))
+    tokens = jax.random.randint(jax.random.key(1), (4, 6), 0, 11)
+    weights = jax.random.normal(jax.random.key(3), (4, 7))
+
+    def run(cfg, pick):
+        def f(p):
+            out = pick(make_apply(cfg)(p, tokens, 0.3, jax.random.key(2)))
+            return (out * weights).sum(), out
+
+        return jax.jit(jax.value_and_grad(f, has_aux=True))(params)
+
+    (_, trimmed), g_trimmed = run(last, lambda y: y)
+    (_, whole), g_whole = run(full, lambda y: y[:, -1])
+    np.testing.assert_allclose(trimmed, whole, rtol=1e-5, atol=1e-6)
+    _assert_trees_close(g_trimmed, g_whole)
+
+
+def _assert_trees_close(a, b):
+    """Equal to float32 rounding: 1e-5 relative, or 1e-6 of the largest magnitude (gradients
+    summed in another order differ by rounding that is large next to their smallest entries)."""
+    scale = max(float(jnp.abs(x).max()) for x in jax.tree.leaves(b))
+    close = lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6 * scale)  # noqa: E731
+    jax.tree.map(close, a, b)
+
+
+def _flops(cfg, tokens):
+    params = init_params(cfg, jax.random.key(0))
+    cost = jax.jit(make_apply(cfg)).lower(params, tokens).compile().cost_analysis()
+    return (cost[0] if isinstance(cost, (list, tuple)) else cost)["flops"]
+
+
+def test_trimmed_last_block_skips_the_unread_positions():
+    # 2 layers: the second computes queries, MLP and head for 1 of 6 positions (keys and values
+    # for all), so the forward needs well under the full model's flops.
+    cfg = ModelConfig(**{**BASE, "n_outputs": 2}, readout="last")
+    tokens = jnp.zeros((8, 6), jnp.int32)
+    full = ModelConfig(**{**BASE, "n_outputs": 2}, readout="all")
+    assert _flops(cfg, tokens) < 0.8 * _flops(full, tokens)
+    # quantized activations take their range over the whole tensor: no trimming there
+    qat = dict(qat_bits=4, qat_activations=True)
+    assert read_positions(ModelConfig(**BASE, **qat), 6) is None and read_positions(cfg, 6) == slice(5, 6)
+
+
+@pytest.mark.parametrize("extra", [{}, dict(attention="causal", pos_encoding="rotary", n_kv_heads=1)])
+def test_broadcast_attention_equals_the_einsum_path(monkeypatch, extra):
+    cfg = ModelConfig(**BASE, **extra, readout="all")
+    params = init_params(cfg, jax.random.key(0))
+    tokens = jax.random.randint(jax.random.key(1), (4, 6), 0, 11)
+    loss = lambda p: (make_apply(cfg)(p, tokens) ** 2).sum()  # noqa: E731
+    assert attention.broadcast_max_len() == 0  # a CPU runs batched GEMMs (it would materialize)
+    einsum = jax.jit(jax.value_and_grad(loss))(params)
+    assert "dot_general" in _attention_jaxpr()
+    monkeypatch.setattr(attention, "BROADCAST_MAX_LEN", 16)  # what an accelerator runs at T = 6
+    assert "dot_general" not in _attention_jaxpr()
+    short = jax.jit(jax.value_and_grad(loss))(params)
+    _assert_trees_close(short, einsum)
+
+
+def _attention_jaxpr() -> str:
+    qkv = [jax.random.normal(jax.random.key(i), (2, 6, 2, 8)) for i in range(3)]
+    return str(jax.make_jaxpr(lambda *a: attention.scores_and_mix(*a, None))(*qkv))  # a new trace
+
+
+@pytest.mark.parametrize("qat", [False, True])
+def test_packed_projection_equals_separate_layers(qat):
+    cfg = ModelConfig(**BASE, qat_bits=4 if qat else 0, qat_activations=qat, n_kv_heads=1)
+    attn = Transformer(cfg, nnx.Rngs(0)).blocks[0].attn
+    x = jax.random.normal(jax.random.key(1), (3, 6, 16))
+    packed = project([attn.q, attn.k, attn.v], x)
+    for got, layer in zip(packed, (attn.q, attn.k, attn.v)):
+        np.testing.assert_allclose(got, layer(x), rtol=1e-6, atol=1e-6)
+    assert [y.shape[-1] for y in packed] == [16, 8, 8]
+
+
+def test_low_precision_linear_layers_are_cast_once_and_norms_stay_float32():
+    cfg = ModelConfig(**BASE, compute_dtype="bfloat16")
+    params = init_params(cfg, jax.random.key(0))
+    cast = cast_linear(params, jnp.bfloat16)
+    assert cast["blocks"][0]["attn"]["q"]["kernel"].dtype == jnp.bfloat16
+    assert cast["blocks"][0]["fc1"]["bias"].dtype == jnp.bfloat16
+    assert cast["blocks"][0]["norm1"]["scale"].dtype == jnp.float32  # norms compute in float32
+    assert cast["embed"]["embedding"].dtype == jnp.float32  # lookups scatter their gradient in float32
+    # every dot of the forward and backward runs in bfloat16
+    tokens = jnp.ones((2, 6), jnp.int32)
+    jaxpr = jax.make_jaxpr(jax.grad(lambda p: make_apply(cfg)(p, tokens).sum()))(params).jaxpr
+    dots = [e for e in _eqns(jaxpr) if e.primitive.name == "dot_general"]
+    assert dots and all(v.aval.dtype == jnp.bfloat16 for e in dots for v in e.invars)

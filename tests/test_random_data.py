@@ -84,5 +84,5 @@ def test_dataset_size_knob_masks_training_and_scoring():
 
 def test_from_config_sizes_the_draw_for_the_whole_sweep():
     task = tasks.build({**LABELS, "dataset_size": 8}, {"dataset_size": [8, 500, 64]})
-    assert task.n_max == 500 and task.split_sizes() == (500, task.n_eval)
+    assert task.n_max == 500 and task.split_sizes() == (500, task.n_eval, task.n_eval)
     assert task.spec.success_metric == "train_accuracy"

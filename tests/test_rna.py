@@ -96,7 +96,7 @@ def test_task_data_are_the_labeller_s_and_the_cache_is_reused(tmp_path, monkeypa
     data = task.make_data(jax.random.key(0), {"gc": jnp.float32(0.6)})
     assert task.levels == (0.3, 0.5, 0.6) and task.spec.seq_len == 13
     for name, split in data.items():
-        lows = {"train": 7, "val": 7, "val_long": 11}[name]
+        lows = {"train": 7, "val": 7, "test": 7, "val_long": 11}[name]
         for x, y, w in zip(*(np.asarray(a) for a in (split.inputs, split.targets, split.weights))):
             n = int(w.sum())
             assert lows <= n <= (10 if name != "val_long" else 13) and w[:n].all() and not w[n:].any()
@@ -192,15 +192,18 @@ def test_smoke_learns_beyond_the_blind_guess_and_scores_structures(tmp_path):
     config.task.cache_dir = str(tmp_path / "cache")
     config.runtime.progress = False
     (row,) = run(config, str(tmp_path / "run"))
-    final, task = row["final"], tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
-    blind_accuracy = task.blind_accuracy({"gc": 0.9})
+    final = row["final"]
+    blind_accuracy = row["baselines"]["chance"]["test_accuracy"]  # fitted on the train split
     blind_loss = row["complexity_bits"] * np.log(2.0) / config.task.length  # nats per position
-    assert final["val_accuracy"] > blind_accuracy + 0.03, (final, blind_accuracy)
-    assert final["val_loss"] < 0.8 * blind_loss, (final, blind_loss)
+    assert final["test_accuracy"] > blind_accuracy + 0.03, (final, blind_accuracy)
+    assert final["test_loss"] < 0.8 * blind_loss, (final, blind_loss)
     assert "val_long_accuracy" in final and 0 < row["chance"] < 1
+    assert row["overlap"] == {"val": 0.0, "test": 0.0, "guaranteed": True}  # a pool of distinct sequences
     rows = rna_eval.evaluate_workdir(str(tmp_path / "run"))
-    val = next(r for r in rows if r["split"] == "val")
-    assert val["exact"] == pytest.approx(final["val_exact"], abs=1e-6)
-    assert val["accuracy"] == pytest.approx(final["val_accuracy"], abs=1e-5)
-    assert val["pair_f1"] > 0.5 and 0 <= val["ensemble_tv"] < 0.3 and 0 <= val["ensemble_ece"] < 0.3
-    assert {r["split"] for r in rows} == {"val", "val_long"}
+    for split in ("val", "test"):
+        scores = next(r for r in rows if r["split"] == split)
+        assert scores["exact"] == pytest.approx(final[f"{split}_exact"], abs=1e-6)
+        assert scores["accuracy"] == pytest.approx(final[f"{split}_accuracy"], abs=1e-5)
+    test = next(r for r in rows if r["split"] == "test")
+    assert test["pair_f1"] > 0.5 and 0 <= test["ensemble_tv"] < 0.3 and 0 <= test["ensemble_ece"] < 0.3
+    assert {r["split"] for r in rows} == {"val", "test", "val_long"}

@@ -125,8 +125,8 @@ def test_soft_split_gives_exact_expected_and_bayes_accuracy():
     soft = splits["val_soft"]
     assert soft.size == 2 * data["val"].size
     np.testing.assert_allclose(soft.weights, np.concatenate([p, 1 - p]), atol=1e-6)
-    fake = {f"{n}_{c}_accuracy": jnp.float32(0.5) for n in ("val",) for c in ("neg", "pos")}
-    fake.update(train_soft_accuracy=jnp.float32(0.6), val_soft_accuracy=jnp.float32(0.7))
+    fake = {f"{n}_{c}_accuracy": jnp.float32(0.5) for n in ("val", "test") for c in ("neg", "pos")}
+    fake.update(train_soft_accuracy=0.6, val_soft_accuracy=jnp.float32(0.7), test_soft_accuracy=0.8)
     out = task.derived_metrics(fake, splits)
     bayes = np.maximum(p, 1 - p).mean()
     assert out["val_bayes_accuracy"] == pytest.approx(bayes, abs=1e-5)
@@ -211,15 +211,15 @@ def test_vader_loader_on_a_synthetic_sdist(tmp_path):
     task.check()
     vocab = task.data()["vocab"]
     assert vocab[:3] == ("<pad>", "<unk>", "<cls>") and "zyzzyva" not in vocab and "awful" not in vocab
-    assert task.split_sizes() == (4, 2)  # 6 rated movie/amazon sentences; 'a phone' (0.04) is neutral
+    assert task.split_sizes() == (2, 2, 2)  # 6 rated movie/amazon sentences; 'a phone' (0.04) is neutral
     data = jax.tree.map(np.asarray, task.make_data(jax.random.key(0), {}))
-    assert set(data) == {"train", "val", "cross", "tweets", "nyt"}
+    assert set(data) == {"train", "val", "test", "cross", "tweets", "nyt"}
     assert data["tweets"].size == 2 and data["nyt"].size == 2 and data["cross"].size == 4
     decoded = {tuple(vocab[t] for t in row if t) for row in data["nyt"].inputs.tolist()}
     # 'zyzzyva' and 'policy' occur only in a held-out domain, so they are UNK
     assert decoded == {("a", "bad", "<unk>", "<unk>", "<cls>"), ("good", "<unk>", "<cls>")}
     assert sorted(data["nyt"].targets.tolist()) == [0, 1] and (data["cross"].inputs[:, -1] == 2).all()
-    pool = sorted(tuple(r) for s in ("train", "val") for r in data[s].inputs.tolist())
+    pool = sorted(tuple(r) for s in ("train", "val", "test") for r in data[s].inputs.tolist())
     assert len(pool) == 6 and task.chance({}) == 0.5
 
 

@@ -15,12 +15,13 @@ import pytest
 from conftest import killer as kill_after
 from optuna.trial import TrialState
 
+from jaxcap import rounds, sweep
 from jaxcap import study as study_lib
-from jaxcap import sweep
 from jaxcap.config import base_config, load_config, validate
 from jaxcap.population import HPARAM_NAMES, stack
 from jaxcap.search_space import add_study
 from jaxcap.store import Store
+from jaxcap.validate import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -52,7 +53,7 @@ def test_a_round_is_trials_times_seeds_members_with_the_suggested_values(tmp_pat
     c.search.pos_encoding = ("categorical", "sinusoidal", "learned")
     validate(c)
     studies = study_lib.open_studies(c, tmp_path, "modulo", True)
-    trials = [(lv, t) for lv, s in enumerate(studies) for t in study_lib.claim(s, 3, "me", "r0")]
+    trials = [(lv, t) for lv, s in enumerate(studies) for t in rounds.claim(s, 3, "me", "r0")]
     assert len(trials) == 2 * 3  # levels x batch
     planned = sweep.plan_round(c, studies, "r0", trials, study_lib.levels(c))
     assert sum(len(b.members) for b, _ in planned) == 2 * 3 * 2  # x seeds
@@ -91,9 +92,9 @@ def test_a_claim_in_flight_is_not_adopted_but_an_abandoned_one_is(tmp_path, monk
     [study] = study_lib.open_studies(_config(n_trials=2), tmp_path, "modulo", True)
     [waiting, _] = study.get_trials(deepcopy=False)
     study._storage.set_trial_state_values(waiting._trial_id, state=TrialState.RUNNING)  # no tags yet
-    assert study_lib.leftover_round([study], "other") is None
-    monkeypatch.setattr(study_lib, "ADOPT_AFTER", study_lib.datetime.timedelta(0))
-    round_id, [(level, trial)] = study_lib.leftover_round([study], "other")
+    assert rounds.leftover_round([study], "other") is None
+    monkeypatch.setattr(rounds, "ADOPT_AFTER", rounds.datetime.timedelta(0))
+    round_id, [(level, trial)] = rounds.leftover_round([study], "other")
     assert level == 0 and trial.number == waiting.number
     assert (trial.user_attrs["worker"], trial.user_attrs["round"]) == ("other", round_id)
 
@@ -140,7 +141,7 @@ def test_tell_gets_seed_means_and_pruned_trials_stop_updating(tmp_path, monkeypa
     for r in rows:
         m = r["member"]
         if r["status"] == "pruned":  # frozen after the eval at step 20: parameters never move again
-            assert loss[m, 1] == loss[m, 2] == loss[m, 3] and (chunk_loss[m, 2:] == 0).all()
+            assert loss[m, 1] == loss[m, 2] == loss[m, 3] and np.isnan(chunk_loss[m, 2:]).all()
         else:
             assert loss[m, 2] != loss[m, 1] and (chunk_loss[m] > 0).all()
 
@@ -173,6 +174,12 @@ def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path)
         assert trial.user_attrs.get("diverged_seeds", []) == ([0, 1] if bad else [])
     assert {r["status"] for r in store.member_rows() if r["trial"] == 0} == {"diverged"}
     assert {t.state for t in study.trials} == {TrialState.FAIL, TrialState.COMPLETE}  # seeded draws
+    diverged = {(r["bucket"], r["member"]) for r in store.member_rows() if r["status"] == "diverged"}
+    evals = {True: [], False: []}
+    for r in store.eval_rows():
+        evals[(r["bucket"], r["member"]) in diverged].append(r)
+    assert evals[True] and all(r["chunk_loss"] is None and r["grad_norm"] is None for r in evals[True])
+    assert all(r["chunk_loss"] > 0 and r["grad_norm"] > 0 for r in evals[False])  # never 0.0 for a gap
     c.search.learning_rate = ("categorical", 1e35, 1e36)  # every member diverges: the round ends
     (study,) = sweep.run_sweep(c, store := Store(tmp_path / "all"))
     assert {t.state for t in study.trials} == {TrialState.FAIL}
@@ -260,3 +267,74 @@ def test_kill_and_resume_finishes_the_budget_with_no_lost_or_duplicated_trials(t
     assert len(best) == 3 * 2 and set(best[0]) == set(Store(tmp_path).member_rows()[0])
     for name in ("hpo.md", "hpo_history.png", "hpo_importance.png", "hpo_best_vs_difficulty.png"):
         assert (tmp_path / "report" / name).exists()
+
+
+def _phases_config():
+    """One level, two rounds of three trials x two seeds; TPE draws at random in round 0 and from
+    the history (constant liar) in round 1."""
+    c = _config(n_trials=6, batch=3, steps=20)
+    c.search.weight_decay = ("float", 0.0, 0.5)
+    c.study.n_startup_trials = 3
+    validate(c)
+    return c
+
+
+def _trials(workdir):
+    c = _phases_config()
+    storage = study_lib.make_storage(c.study.storage, workdir)
+    study = optuna.load_study(study_name=study_lib.study_name(c, "modulo", {"modulus": 10}), storage=storage)
+    return [(t.number, t.state, t.params, t.values, t.intermediate_values) for t in study.trials]
+
+
+@pytest.fixture(scope="module")
+def straight_sweep(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("straight")
+    sweep.run_sweep(_phases_config(), Store(workdir))
+    return workdir
+
+
+def _sweep_phases():
+    from jaxcap import checkpoint, search_space
+
+    return {
+        "budget queued": (study_lib, "open_studies", 1),
+        "claim half done": (rounds, "_tag", 1),
+        "between the suggestions of a round": (sweep, "suggest", 2),
+        "between two parameters of a trial": (search_space.Param, "suggest", 5),
+        "training, evals stored": (Store, "append_evals", 1),
+        "training, checkpoint in flight": (checkpoint.PopulationCheckpoints, "save", 1),
+        "trained, not told": (Store, "add_member_rows", 1),
+        "told in part": (optuna.Study, "tell", 1),
+        "next round claimed": (rounds, "next_trials", 2),
+        "between the suggestions of round 1": (sweep, "suggest", 5),
+    }
+
+
+@pytest.mark.parametrize("phase", list(_sweep_phases()))
+def test_a_sweep_killed_at_any_phase_resumes_to_the_same_trials(tmp_path, monkeypatch, straight_sweep, phase):
+    """Kill anywhere in a round, rerun: the same trials (params, values), byte-identical tables."""
+    from test_launch import run_killed_then_resumed
+
+    run_killed_then_resumed(
+        monkeypatch, lambda w: sweep.run_sweep(_phases_config(), Store(w)), tmp_path, _sweep_phases()[phase]
+    )
+    assert _trials(tmp_path) == _trials(straight_sweep)
+    for name in ("members.jsonl", "evals.jsonl"):
+        assert (tmp_path / name).read_bytes() == (straight_sweep / name).read_bytes(), name
+
+
+def test_a_larger_n_trials_extends_a_study_a_smaller_one_is_refused(tmp_path, capsys):
+    c = _config(n_trials=2)
+    c.study.storage = str(tmp_path / "shared.log")
+    [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+    assert len(study.trials) == 2 and study.user_attrs["budget"] == 2
+    c.study.n_trials = 5
+    for _ in range(2):  # extended once, not twice
+        [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        assert len(study.trials) == 5 and study.user_attrs["budget"] == 5
+    assert capsys.readouterr().out == "study modulo/modulus=10: budget extended from 2 to 5 trials\n"
+    c.study.n_trials = 3
+    with pytest.raises(
+        ConfigError, match="config.study.n_trials: got 3, but study modulo/modulus=10 already has"
+    ):
+        study_lib.open_studies(c, tmp_path, "modulo", True)

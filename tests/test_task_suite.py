@@ -1,8 +1,9 @@
 """The controlled task suite: every generator against a slow Python reference, cross-field
 config errors, and each family's `:smoke` experiment end to end through `jaxcap.run.run`. The
-smoke configs are sized so that they double as honest learning tests at a tiny size (full
-parity of 4 bits, copies of length 4, recall with two layers but not one, max-sum retrieval
-with as many heads as directions); the assertions fail if the model does not learn."""
+smoke configs are sized so that they double as honest learning tests at a tiny size (parity
+of 2 of 6 bits on held-out inputs, copies of length 4, recall with two layers but not one,
+max-sum retrieval with as many heads as directions); the assertions fail if the model does not
+learn."""
 
 import itertools
 import math
@@ -180,17 +181,19 @@ def _smoke(spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_parity_smoke_learns_full_parity_of_4_bits(tmp_path):
+def test_parity_smoke_learns_2_of_6_bits_on_inputs_never_trained_on(tmp_path):
     levels = _smoke("configs/parity.py:smoke", tmp_path)
-    assert set(levels) == {("", 2), ("", 4)}
-    assert min(_success(levels[("", 4)])) >= 0.95, levels[("", 4)][0]["final"]
+    assert set(levels) == {("", 2), ("", 6)}
+    assert min(_success(levels[("", 2)])) >= 0.95, levels[("", 2)][0]["final"]
+    for row in (r for rows in levels.values() for r in rows):  # the stream's hash hold-out
+        assert row["overlap"] == {"val": 0.0, "test": 0.0, "guaranteed": True}
 
 
 @pytest.mark.slow
 def test_copying_smoke_copies_length_4_and_scores_longer_lengths(tmp_path):
     levels = _smoke("configs/copying.py:smoke", tmp_path)
     rows = levels[("", 4, 8)]
-    assert np.median(_success(rows)) > 0.95 and rows[0]["success_metric"] == "val_exact"
+    assert np.median(_success(rows)) > 0.95 and rows[0]["success_metric"] == "test_exact"
     assert all("val_long_exact" in r["final"] and "val_long_accuracy" in r["final"] for r in rows)
 
 
@@ -206,7 +209,7 @@ def test_recall_smoke_two_layers_learn_where_one_fails(tmp_path):
 def test_retrieval_smoke_maxsum_with_enough_heads(tmp_path):
     levels = _smoke("configs/retrieval.py:smoke", tmp_path)
     rows = levels[("", 2)]  # k = 2 directions, 2 heads
-    assert rows[0]["success_metric"] == "val_nmse" and not rows[0]["higher_is_better"]
+    assert rows[0]["success_metric"] == "test_nmse" and not rows[0]["higher_is_better"]
     assert max(_success(rows)) < 0.2, _success(rows)
 
 
@@ -214,4 +217,5 @@ def test_triangle_smoke_runs_one_bucket_per_n(tmp_path):
     levels = _smoke("configs/retrieval.py:triangle_smoke", tmp_path)
     bits = {label: rows[0]["complexity_bits"] for (label, *_), rows in levels.items()}
     assert bits == {"task.n_points=3": 0.0, "task.n_points=4": 2.0}
-    assert all(r["family"] == "triangle" and r["chance"] == 1.0 for rows in levels.values() for r in rows)
+    for r in (r for rows in levels.values() for r in rows):  # chance: the train mean, NMSE near 1
+        assert r["family"] == "triangle" and r["chance_nominal"] == 1.0 and abs(r["chance"] - 1.0) < 0.2

@@ -81,9 +81,9 @@ def test_deterministic_in_key_and_in_bounds(name):
     c = task.make_data(jax.random.key(1), _knobs(task))
     jax.tree.map(np.testing.assert_array_equal, a, b)
     assert not np.array_equal(a["train"].inputs, c["train"].inputs)
-    n_train, n_val = task.split_sizes()
-    assert a["train"].size == n_train and a["val"].size == n_val
-    for split in a.values():
+    n_train, n_val, n_test = task.split_sizes()
+    assert a["train"].size == (n_train or task.n_eval) and a["val"].size == n_val and a["test"].size == n_test
+    for split in (v for v in a.values() if isinstance(v, tasks.Split)):
         assert split.inputs.shape[1] == spec.seq_len
         if spec.input_dim:  # float vectors (regression on point sets)
             assert split.inputs.shape[2] == spec.input_dim and np.isfinite(split.inputs).all()
@@ -95,9 +95,9 @@ def test_deterministic_in_key_and_in_bounds(name):
             assert split.targets.min() >= 0 and split.targets.max() < spec.n_outputs
     batch = task.sample_batch(jax.random.key(2), a, _knobs(task), 8)
     assert batch.inputs.shape[:2] == (8, spec.seq_len)
-    if task.n_examples() is not None:  # enumerable: train and val are disjoint and cover everything
-        rows = {tuple(r) for name in ("train", "val") for r in np.asarray(a[name].inputs)}
-        assert len(rows) == n_train + n_val == task.n_examples()
+    if task.n_examples() is not None and task.overlap_guaranteed():  # enumerable: a partition
+        rows = {tuple(r) for name in ("train", "val", "test") for r in np.asarray(a[name].inputs)}
+        assert len(rows) == n_train + n_val + n_test == task.n_examples()
     assert 0 < task.chance(task.default_knobs()) <= 1
     assert task.complexity_bits(task.default_knobs()) > 0
 

@@ -8,8 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 from conftest import HP
 
+from jaxcap import train
 from jaxcap.population import Member, stack
-from jaxcap.train import TrainSettings, make_optimizer, make_population
+from jaxcap.train import TrainSettings, eval_budget, make_optimizer, make_population
 
 
 def _members(*overrides, seeds=None):
@@ -92,8 +93,10 @@ def test_diverging_member_is_flagged_and_isolated(tiny):
             np.testing.assert_array_equal(a[i], b[i])
         for k in ref_metrics:
             np.testing.assert_array_equal(ref_metrics[k][i], out_metrics[k][i])
-    # the diverged member keeps its last finite parameters
+    # the diverged member keeps its last finite parameters, and its optimizer state stays finite
+    # (the guard zeroes its gradients and learning rate instead of selecting every parameter)
     assert all(np.isfinite(leaf[1]).all() for leaf in jax.tree.leaves(out.params))
+    assert all(np.isfinite(leaf[1]).all() for leaf in jax.tree.leaves(out.opt_state))
     assert np.isfinite(out_stats.loss).all()
 
 
@@ -136,3 +139,22 @@ def test_bfloat16_parameters_keep_their_dtype_through_training(tiny):
     for leaf in jax.tree.leaves(state.params) + jax.tree.leaves(state.opt_state.inner_state):
         assert leaf.dtype in (jnp.bfloat16, jnp.int32), leaf.dtype
     assert np.isfinite(np.asarray(stats.loss, np.float32)).all() and not state.diverged.any()
+
+
+def test_eval_scores_a_fixed_sample_sized_by_the_training_work(tiny, monkeypatch):
+    # eval <= 10% of a chunk's compute: 0.1/0.9 x 3 x 100 steps x 128 examples
+    assert eval_budget(TrainSettings(chunk_steps=100, batch_size=128)) == 4266
+    assert eval_budget(TrainSettings(eval_share=0.0)) is None  # whole splits (up to n_eval)
+    task, model, settings = tiny
+    monkeypatch.setattr(train, "EVAL_MIN_ROWS", 8)
+    sampled = make_population(dataclasses.replace(settings, eval_share=1e-3), task, model)  # 8 rows
+    whole = make_population(dataclasses.replace(settings, eval_share=0.0), task, model)
+    keys, hp = stack(_members({}, {"learning_rate": 1e-2}), base_seed=0)
+    state, data = sampled.init(keys, hp), sampled.data(keys, hp)
+    state, _ = sampled.chunk(state, hp, data)
+    got = jax.device_get(sampled.evaluate(state, hp, data))
+    head = jax.tree.map(lambda a: a[:, :8], data)  # the first 8 examples of every split
+    want = jax.device_get(whole.evaluate(state, hp, head))
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, err_msg=k)
+    assert not np.allclose(got["val_loss"], jax.device_get(whole.evaluate(state, hp, data))["val_loss"])

@@ -20,33 +20,45 @@ Both are periodic in N by construction. N comes from `angular_n`, or from the ta
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from jaxcap.models.config import ModelConfig
 from jaxcap.models.quantize import make_linear
 
 
-def sinusoidal_positions(seq_len: int, d_model: int) -> jax.Array:
-    """The fixed sin/cos table of [1], shape [seq_len, d_model]."""
-    pos = jnp.arange(seq_len, dtype=jnp.float32)[:, None]
-    i = jnp.arange(0, d_model, 2, dtype=jnp.float32)[None, :]
-    angle = pos / jnp.power(10000.0, i / d_model)
-    table = jnp.zeros((seq_len, d_model), jnp.float32)
-    table = table.at[:, 0::2].set(jnp.sin(angle))
-    return table.at[:, 1::2].set(jnp.cos(angle[:, : d_model // 2]))
+@functools.lru_cache(maxsize=64)
+def sinusoidal_positions(seq_len: int, d_model: int) -> np.ndarray:
+    """The fixed sin/cos table of [1], [seq_len, d_model] float32. A host constant (computed in
+    float64, then rounded), so a compiled step embeds it instead of recomputing it, and every
+    backend sees the same values."""
+    angle = np.arange(seq_len)[:, None] / np.power(10000.0, np.arange(0, d_model, 2)[None, :] / d_model)
+    table = np.zeros((seq_len, d_model), np.float32)
+    table[:, 0::2] = np.sin(angle)
+    table[:, 1::2] = np.cos(angle[:, : d_model // 2])
+    table.setflags(write=False)
+    return table
 
 
-def rotary(x_BxTxHxD: jax.Array) -> jax.Array:
-    """Rotary position embedding [2] of queries or keys (D even), computed in float32."""
+@functools.lru_cache(maxsize=64)
+def _rotary_table(n_positions: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of t·θ_i [2] for t < n_positions, i < d/2: float32 host constants."""
+    angle = np.arange(n_positions)[:, None] * np.power(10000.0, -np.arange(0, d // 2) * 2.0 / d)[None, :]
+    return np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+
+
+def rotary(x_BxTxHxD: jax.Array, positions: np.ndarray | None = None) -> jax.Array:
+    """Rotary position embedding [2] of queries or keys (D even) at `positions` (static; 0..T-1
+    if None), computed in float32."""
     t, d = x_BxTxHxD.shape[1], x_BxTxHxD.shape[-1]
-    freq = 1.0 / jnp.power(10000.0, jnp.arange(0, d // 2, dtype=jnp.float32) * 2.0 / d)
-    angle_TxF = jnp.arange(t, dtype=jnp.float32)[:, None] * freq[None, :]
-    cos, sin = jnp.cos(angle_TxF)[None, :, None, :], jnp.sin(angle_TxF)[None, :, None, :]
+    positions = np.arange(t) if positions is None else np.asarray(positions)
+    cos, sin = (c[positions][None, :, None, :] for c in _rotary_table(int(positions.max()) + 1, d))
     x = x_BxTxHxD.astype(jnp.float32)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).astype(x_BxTxHxD.dtype)

@@ -64,3 +64,24 @@ def make_linear(cfg, d_in: int, d_out: int, rngs: nnx.Rngs, use_bias: bool = Tru
     if cfg.qat_activations:
         return QuantLinear(d_in, d_out, act_bits=cfg.qat_bits, **kwargs)
     return nnx.Linear(d_in, d_out, **kwargs)
+
+
+def project(layers: list[nnx.Linear], x: jax.Array) -> list[jax.Array]:
+    """`[layer(x) for layer in layers]` as one GEMM: the kernels side by side, so x is read once
+    (and its gradient written once) instead of once per layer. Each output column is the same
+    dot product as in its own layer; biases are added per layer (a layer may have none)."""
+    first = layers[0]
+    if isinstance(first, QuantLinear):  # every layer of a model quantizes its input the same way
+        x = fake_quant(x, first.act_bits)
+    kernels = [layer.kernel[...] for layer in layers]
+    kernel = kernels[0] if len(kernels) == 1 else jnp.concatenate(kernels, axis=-1)
+    x, kernel = x.astype(first.dtype), kernel.astype(first.dtype)
+    y = jax.lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())), precision=first.precision)
+    outs, start = [], 0
+    for layer, w in zip(layers, kernels):
+        part = y[..., start : start + w.shape[-1]]
+        start += w.shape[-1]
+        if layer.bias is not None:
+            part = part + layer.bias[...].astype(part.dtype).reshape((1,) * (y.ndim - 1) + (-1,))
+        outs.append(part)
+    return outs

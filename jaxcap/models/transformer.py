@@ -1,22 +1,27 @@
 """A small Flax NNX Transformer encoder/decoder built from a frozen `ModelConfig`.
 
 Written for one member; the population is made by `jax.vmap` over `(graphdef, params)` in
-`jaxcap.train`, never by NNX transforms. Attention is written out by hand (two einsums and a
-float32 softmax) so that every variant stays readable and vmaps without special cases.
-Dropout is hand-written too: its rate is a traced per-member value, which `nnx.Dropout` cannot
-take (it branches on `rate == 0` in Python).
+`jaxcap.train`, never by NNX transforms. Attention (attention.py) is written out by hand so
+that every variant stays readable and vmaps without special cases. Dropout is hand-written
+too: its rate is a traced per-member value, which `nnx.Dropout` cannot take (it branches on
+`rate == 0` in Python).
+
+The step is memory-bandwidth-bound (its GEMMs have ~30-50 flop/byte), so the forward moves
+as few bytes as it can without changing the function it computes:
+- the last block of a `readout='last'` model computes keys and values at every position but
+  everything else (queries, attention output, MLP, final norm, head) only at the position
+  read: about a third of the flops and matmul traffic of a 2-layer model (`Block`'s `read`);
+- with a 16-bit `compute_dtype`, linear layers are cast once per forward (`make_apply`) and
+  run in that dtype; parameters, optimizer state, norms, softmax and loss stay float32, and
+  embedding lookups happen in the parameter dtype so their gradient scatters in float32.
 
 Variant switches of `ModelConfig` (all off by default) live in their own modules: norms.py,
-embeddings.py (rotary and angular embeddings), residual.py, quantize.py. Two are built here:
-`n_kv_heads` < n_heads shares each key/value head among a group of query heads (grouped-query
-attention [3]; 1 = multi-query attention [4]), and `mlp=False` drops the MLP sublayer, leaving
-attention-only blocks.
+embeddings.py (rotary and angular embeddings), residual.py, quantize.py, attention.py
+(`n_kv_heads`). `mlp=False` is built here: it drops the MLP sublayer, leaving attention-only
+blocks.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture", arXiv:2002.04745.
-[3] Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
-    Checkpoints", arXiv:2305.13245.
-[4] Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All You Need", arXiv:1911.02150.
 """
 
 from __future__ import annotations
@@ -27,58 +32,38 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxcap.models.attention import Attention
 from jaxcap.models.config import ModelConfig
-from jaxcap.models.embeddings import NumberEmbed, angular_logits, rotary, sinusoidal_positions
-from jaxcap.models.norms import QKNorm, block_norm
+from jaxcap.models.embeddings import NumberEmbed, angular_logits, sinusoidal_positions
+from jaxcap.models.norms import block_norm
 from jaxcap.models.quantize import make_linear, quantize_params
 from jaxcap.models.residual import BranchScale, DepthWeightedAverage
 
 
-def dropout(x: jax.Array, rate: jax.Array, key: jax.Array | None) -> jax.Array:
-    """Inverted dropout with a traced rate; identity when `key` is None (evaluation)."""
+def dropout(x: jax.Array, rate: jax.Array, key: jax.Array | None, full_len: int = 0, read=None) -> jax.Array:
+    """Inverted dropout with a traced rate; identity when `key` is None (evaluation).
+
+    When x holds only the positions `read` of a length-`full_len` sequence (a trimmed block),
+    the mask is drawn for every position and sliced, so the trimmed block drops exactly what
+    the full one would."""
     if key is None:
         return x
     keep = 1.0 - rate
-    mask = jax.random.bernoulli(key, keep, x.shape)
+    if read is None:
+        mask = jax.random.bernoulli(key, keep, x.shape)
+    else:
+        mask = jax.random.bernoulli(key, keep, (x.shape[0], full_len, *x.shape[2:]))[:, read]
     return jnp.where(mask, x / keep.astype(x.dtype), jnp.zeros_like(x))
 
 
-class Attention(nnx.Module):
-    """Multi-head self-attention with H heads of width d_head (H x d_head need not be d_model),
-    and K = n_kv_heads key/value heads, each shared by H/K query heads [3, 4]."""
+def read_positions(cfg: ModelConfig, t: int) -> slice | None:
+    """The positions the readout reads, if only some (the last block computes only those).
 
-    def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs):
-        width, kv_width = cfg.n_heads * cfg.d_head, cfg.kv_heads * cfg.d_head
-        self.q = make_linear(cfg, cfg.d_model, width, rngs)
-        # No key bias: q·(k + b) shifts every score of a query equally, which softmax ignores, so
-        # its gradient is pure rounding noise that Adam would amplify into a random walk.
-        self.k = make_linear(cfg, cfg.d_model, kv_width, rngs, use_bias=False)
-        self.v = make_linear(cfg, cfg.d_model, kv_width, rngs)
-        self.out = make_linear(cfg, width, cfg.d_model, rngs)
-        self.qk_norm = QKNorm(cfg, rngs) if cfg.qk_norm else None
-        self.n_heads, self.d_head, self.causal = cfg.n_heads, cfg.d_head, cfg.attention == "causal"
-        self.kv_heads, self.rotary = cfg.kv_heads, cfg.pos_encoding == "rotary"
-
-    def __call__(self, x_BxTxD: jax.Array) -> jax.Array:
-        b, t, _ = x_BxTxD.shape
-        split = lambda y, h: y.reshape(b, t, h, self.d_head)  # noqa: E731
-        q = split(self.q(x_BxTxD), self.n_heads)
-        k, v = split(self.k(x_BxTxD), self.kv_heads), split(self.v(x_BxTxD), self.kv_heads)
-        if self.qk_norm is not None:
-            q, k = self.qk_norm(q, k)
-        if self.rotary:
-            q, k = rotary(q), rotary(k)
-        if self.kv_heads != self.n_heads:  # query head h reads key/value head h // (H / K)
-            group = self.n_heads // self.kv_heads
-            k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
-        scores_BxHxTxT = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32)
-        scores_BxHxTxT = scores_BxHxTxT / math.sqrt(self.d_head)
-        if self.causal:
-            allowed = jnp.tril(jnp.ones((t, t), bool))[None, None]
-            scores_BxHxTxT = jnp.where(allowed, scores_BxHxTxT, jnp.finfo(jnp.float32).min)
-        probs = jax.nn.softmax(scores_BxHxTxT, axis=-1).astype(v.dtype)
-        mixed = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, t, -1)
-        return self.out(mixed)
+    None when every position is read, and with quantized activations: their range is taken
+    over the whole input tensor, so a trimmed block would quantize differently."""
+    if cfg.readout == "last" and not cfg.qat_activations:
+        return slice(t - 1, t)
+    return None
 
 
 class Block(nnx.Module):
@@ -97,18 +82,25 @@ class Block(nnx.Module):
         self.act = jax.nn.gelu if cfg.activation == "gelu" else jax.nn.relu
         self.branch = BranchScale(cfg)
 
-    def _sublayer(self, x, fn, norm, rate, key, i):
+    def _sublayer(self, x, skip, fn, norm, drop, i):
+        """skip + f(x) with the block's norm placement (skip: x, or the positions f returns)."""
         if self.placement == "pre":
-            return x + self.branch(dropout(fn(norm(x).astype(x.dtype)), rate, key), i)
-        y = x + self.branch(dropout(fn(x), rate, key), i)
+            return skip + self.branch(drop(fn(norm(x).astype(x.dtype))), i)
+        y = skip + self.branch(drop(fn(x)), i)
         return norm(y).astype(x.dtype) if self.placement == "post" else y
 
-    def __call__(self, x, rate, keys):
-        x = self._sublayer(x, self.attn, self.norm1, rate, keys[0], 0)
+    def __call__(self, x, rate, keys, read: slice | None = None):
+        """[B, T, D] -> [B, T, D], or only the positions `read` ([B, R, D]): attention reads
+        every position, everything after it is per position."""
+        t = x.shape[1]
+        skip = x if read is None else x[:, read]
+        drop_attn = lambda y: dropout(y, rate, keys[0], t, read)  # noqa: E731
+        x = self._sublayer(x, skip, lambda h: self.attn(h, read), self.norm1, drop_attn, 0)
         if not self.mlp:
             return x
         mlp = lambda y: self.fc2(self.act(self.fc1(y)))  # noqa: E731
-        return self._sublayer(x, mlp, self.norm2, rate, keys[1], 1)
+        drop_mlp = lambda y: dropout(y, rate, keys[1], t, read)  # noqa: E731
+        return self._sublayer(x, x, mlp, self.norm2, drop_mlp, 1)
 
 
 class Transformer(nnx.Module):
@@ -160,10 +152,14 @@ class Transformer(nnx.Module):
         elif cfg.pos_encoding == "learned":
             x = x + self.pos[...][None, :t].astype(x.dtype)
         x = dropout(x, rate, keys[0])
+        read = read_positions(cfg, t)
         states = [x]  # the embedding and every block output, for DenseFormer's averages
         for i, block in enumerate(self.blocks):
-            x = block(x, rate, keys[1 + 2 * i : 3 + 2 * i])
+            last = i == cfg.n_layers - 1
+            x = block(x, rate, keys[1 + 2 * i : 3 + 2 * i], read if last else None)
             if self.dense is not None:
+                if last and read is not None:
+                    states = [s[:, read] for s in states]
                 states.append(x)
                 x = self.dense(states, i)
         if self.final_norm is not None:
@@ -182,17 +178,30 @@ def init_params(cfg: ModelConfig, key: jax.Array) -> dict:
     return nnx.to_pure_dict(nnx.state(Transformer(cfg, nnx.Rngs(params=key)), nnx.Param))
 
 
+def cast_linear(params: dict, dtype) -> dict:
+    """Every linear layer's kernel and bias (a dict holding a 'kernel') in `dtype`; embedding
+    tables, positions, norms and gates keep the parameter dtype."""
+    if not isinstance(params, dict):
+        return params
+    if "kernel" in params:
+        return {k: v.astype(dtype) for k, v in params.items()}
+    return {k: cast_linear(v, dtype) for k, v in params.items()}
+
+
 def make_apply(cfg: ModelConfig):
     """`apply_fn(params, tokens_BxT, rate, key) -> logits` over pure-dict params (one member).
 
     The graph definition is computed once from an abstract model, so nothing is allocated and
-    the jitted population step only sees plain arrays.
+    the jitted population step only sees plain arrays. Linear layers are cast to the compute
+    dtype here, once per forward: the layers (and the packed q/k/v kernel) then use the cast
+    copy, and the gradient flows back to the float32 master parameters through that one cast.
     """
     graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: Transformer(cfg, nnx.Rngs(0))))
 
     def apply_fn(params: dict, tokens_BxT: jax.Array, rate=0.0, key=None) -> jax.Array:
         if cfg.qat_bits:  # quantization-aware training: the forward sees k-bit weights
             params = quantize_params(params, cfg.qat_bits)
+        params = cast_linear(params, cfg.compute_jnp_dtype)
         state = jax.tree.map(lambda leaf: leaf, abstract_state)
         nnx.replace_by_pure_dict(state, params)
         return nnx.merge(graphdef, state)(tokens_BxT, rate, key)

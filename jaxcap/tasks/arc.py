@@ -153,7 +153,8 @@ class Arc(Task):
             readout="all",
             knobs=("level", "size", "n_colours"),
             metric="exact",
-            success_metric="val_exact",
+            success_metric="test_exact",
+            select_metric="val_exact",
         )
 
     def puzzle(self, key: jax.Array, knobs: dict[str, jax.Array]) -> jax.Array:

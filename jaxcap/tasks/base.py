@@ -6,9 +6,12 @@ example — is a *knob*: a traced per-member array in `HParams.task`, so one com
 trains every difficulty level at once. All functions here are pure and jittable and are
 written for one member; the trainer vmaps them.
 
-Data are either finite (a train/val split drawn from the member's key, minibatches sampled on
-device with replacement) or an infinite stream (fresh examples every step, a fixed validation
-sample drawn from the key).
+Every member has three disjoint splits (DESIGN.md, "Measurement protocol"): **train** (fit),
+**val** (every selection: best setting, Optuna objective, early stopping) and **test** (every
+reported outcome). Data are either finite (a permutation of all examples cut into train/val/test,
+or a sampled training set) or an infinite stream (fresh examples every step; fixed val and test
+samples). Sampled data keep val and test inputs out of training with a salted hash hold-out
+(`jaxcap.tasks.holdout`), so "held out" means never seen in training, not merely drawn again.
 """
 
 from __future__ import annotations
@@ -19,35 +22,13 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
+from jaxcap.tasks import holdout
+from jaxcap.tasks.split import Split
 from jaxcap.validate import ConfigError, Float, Int
 
 KINDS = ("classify", "sequence", "regress")
-
-
-@struct.dataclass
-class Split:
-    """A set of examples. inputs: [N, T] int32 tokens, or [N, T, input_dim] float32 vectors;
-    targets: [N] or [N, T] int32 classes, or [N, K] float32 for regression; weights: one per
-    scored answer ([N] or [N, T]), 0 where nothing is scored. optimum (optional, like weights):
-    the loss in nats of the true process on each target, where it is known (language tasks);
-    evaluation then reports the model's excess over it."""
-
-    inputs: jax.Array
-    targets: jax.Array
-    weights: jax.Array
-    optimum: jax.Array | None = None
-
-    def take(self, idx: jax.Array) -> Split:
-        return jax.tree.map(lambda a: a[idx], self)
-
-    def head(self, n: int) -> Split:
-        return jax.tree.map(lambda a: a[:n], self)
-
-    @property
-    def size(self) -> int:
-        return self.inputs.shape[0]
+SPLITS = ("train", "val", "test")  # what every task's make_data returns, at least
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +46,9 @@ class TaskSpec:
     metric: str = "accuracy"  # the primary metric (per split): accuracy, exact or nmse
     higher_is_better: bool = True
     step_threshold: float = 0.99  # default of config.eval.*_threshold (steps-to-threshold)
-    success_metric: str = "val_accuracy"
+    success_metric: str = "test_accuracy"  # every reported outcome reads this (jaxcap.outcomes)
     success_threshold: float = 0.95
+    select_metric: str = "val_accuracy"  # every selection reads this: best setting, HPO objective
 
     def reached(self, value: float | None, threshold: float) -> bool:
         """Whether a value of the primary metric is at least as good as `threshold`."""
@@ -116,7 +98,16 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def chance(self, knobs: dict[str, Any]) -> float:
-        """The success metric of a predictor that ignores its input."""
+        """The nominal chance level: the success metric's expected value for the best predictor
+        that ignores its input, from the task's definition (the *measured* chance, from each
+        member's training split, is `jaxcap.baselines`)."""
+
+    def shortcut(self, inputs: jax.Array, knobs: dict[str, jax.Array]) -> jax.Array | None:
+        """Logits of an obvious shortcut that reads the input but does not solve the task (e.g.
+        recall: the commonest value shown), or None where the task has none (`shortcut_name`)."""
+        return None
+
+    shortcut_name: ClassVar[str] = ""
 
     def output_mask(self, knobs: dict[str, jax.Array]) -> jax.Array | None:
         """Which of the n_outputs classes exist for this member (None: all of them)."""
@@ -127,12 +118,12 @@ class Task(abc.ABC):
 
     def check(self) -> None:
         """Raise ConfigError for values that are individually fine but impossible together."""
-        n_train, n_val = self.split_sizes()
-        if not self.is_stream and (n_train < 1 or n_val < 1):
+        n_train, n_val, n_test = self.split_sizes()
+        if not self.is_stream and min(n_train, n_val, n_test) < 1:
             raise ConfigError(
-                f"config.task.train_fraction: got {self.train_fraction}, which leaves {n_train} train "
-                f"and {n_val} val examples of {self.n_examples()}; allowed: a fraction leaving at least "
-                "one of each"
+                f"config.task.train_fraction: got {self.train_fraction}, which leaves {n_train} train, "
+                f"{n_val} val and {n_test} test examples of {self.n_examples()}; allowed: a fraction "
+                "leaving at least one of each"
             )
 
     # --- shared plumbing -----------------------------------------------------------------
@@ -144,44 +135,55 @@ class Task(abc.ABC):
         """Size of the enumerable example set, or None for sampled tasks."""
         return None
 
-    def split_sizes(self) -> tuple[int, int]:
-        """(n_train, n_val) of the finite dataset; (0, n_eval) for a stream."""
+    def split_sizes(self) -> tuple[int, int, int]:
+        """(n_train, n_val, n_test). Enumerable: the held-out rest, halved; sampled: n_eval each."""
         if self.is_stream:
-            return 0, self.n_eval
+            return 0, self.n_eval, self.n_eval
         total = self.n_examples()
         if total is None:
-            return self.train_size, self.n_eval
+            return self.train_size, self.n_eval, self.n_eval
         n_train = int(round(self.train_fraction * total))
-        return n_train, total - n_train
+        n_val = (total - n_train) // 2
+        return n_train, n_val, total - n_train - n_val
 
     def make_data(self, key: jax.Array, knobs: dict[str, jax.Array]) -> dict[str, Split]:
-        """The member's fixed data: {'train', 'val'} splits (for a stream, eval samples)."""
-        n_train, n_val = self.split_sizes()
-        if self.is_stream:  # fixed samples, so train and val metrics are comparable over time
-            return {
-                "train": self.draw(jax.random.fold_in(key, 1), knobs, self.n_eval),
-                "val": self.draw(jax.random.fold_in(key, 2), knobs, self.n_eval),
-            }
-        everything = self.examples(knobs)
-        if everything is None:
-            everything = self.draw(key, knobs, n_train + n_val)
-        else:
-            everything = everything.take(jax.random.permutation(key, everything.size))
-        train = jax.tree.map(lambda a: a[:n_train], everything)
-        val = jax.tree.map(lambda a: a[n_train : n_train + n_val], everything)
-        return {"train": train, "val": val}
+        """The member's fixed data: disjoint {'train', 'val', 'test'} splits (a stream's 'train' is a
+        fixed sample of its training stream, for train metrics) and the hold-out `salt`."""
+        n_train, n_val, n_test = self.split_sizes()
+        salt = holdout.salt(key)
+        everything = None if self.is_stream else self.examples(knobs)
+        if everything is None:  # sampled: each split from its own hash buckets
+            sizes = {"train": n_train or self.n_eval, "val": n_val, "test": n_test}
+            return {**holdout.draw_splits(self.draw, key, knobs, sizes, salt), "salt": salt}
+        everything = everything.take(jax.random.permutation(key, everything.size))
+        cut = (0, n_train, n_train + n_val, n_train + n_val + n_test)
+        return {
+            name: jax.tree.map(lambda a, lo=cut[i], hi=cut[i + 1]: a[lo:hi], everything)
+            for i, name in enumerate(SPLITS)
+        }
 
     def sample_batch(
         self, key: jax.Array, data: dict[str, Split], knobs: dict[str, jax.Array], batch_size: int
     ) -> Split:
-        if self.is_stream:
+        if self.is_stream and "salt" in data:  # held-out inputs are never drawn for training
+            return holdout.draw_train_batch(self.draw, key, knobs, batch_size, data["salt"])
+        if self.is_stream:  # a task whose splits are disjoint by construction (e.g. separate text)
             return self.draw(key, knobs, batch_size)
         train = data["train"]
         return train.take(jax.random.randint(key, (batch_size,), 0, train.size))
 
     def eval_splits(self, data: dict[str, Split]) -> dict[str, Split]:
         """The examples scored at each eval: whole splits, capped at n_eval (a fixed subset)."""
-        return {name: split.head(min(split.size, self.n_eval)) for name, split in data.items()}
+        return {
+            name: split.head(min(split.size, self.n_eval))
+            for name, split in data.items()
+            if isinstance(split, Split)
+        }
+
+    def overlap_guaranteed(self) -> bool:
+        """Whether train ∩ val and train ∩ test are empty by construction (a permutation of all
+        examples, or the hash hold-out); members.jsonl reports the measured fractions either way."""
+        return True
 
     def derived_metrics(self, metrics: dict[str, jax.Array], splits: dict[str, Split]) -> dict:
         """Metrics computed from one eval's per-split metrics and scored splits (e.g. macro F1)."""

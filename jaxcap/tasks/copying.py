@@ -19,7 +19,9 @@ would see the token it must predict.
 
 Complexity: length · log2 V bits — the information in the longest sequence the model must
 carry from the input to the copy. Chance (exact match of a whole copy, the success metric):
-the mean over training lengths l of V^-l; per-token chance is 1/V.
+the mean over training lengths l of V^-l; per-token chance is 1/V. Shortcut: the unigram guess,
+the commonest symbol of the source at every copy position (it reads the input, but not where a
+symbol is), scored beside every level (`Task.shortcut`).
 
 [1] Zhou et al. 2023, "What Algorithms can Transformers Learn? A Study in Length
     Generalization", arXiv:2310.16028.
@@ -93,7 +95,8 @@ class Copying(Task):
             readout="all",
             knobs=("length", "vocab"),
             metric="exact",
-            success_metric="val_exact",
+            success_metric="test_exact",
+            select_metric="val_exact",
         )
 
     def sequences(self, key: jax.Array, vocab: jax.Array, lengths_N: jax.Array) -> Split:
@@ -125,7 +128,7 @@ class Copying(Task):
     def make_data(self, key, knobs):
         data = super().make_data(key, knobs)
         if self.longer_by:
-            length, key_long = knobs["length"], jax.random.fold_in(key, 3)
+            length, key_long = knobs["length"], jax.random.fold_in(key, 4)
             data["val_long"] = self._draw_lengths(
                 key_long, knobs, self.n_eval, length + 1, length + self.longer_by
             )
@@ -133,6 +136,19 @@ class Copying(Task):
 
     def output_mask(self, knobs):
         return jnp.arange(self.n_symbols) < knobs["vocab"]
+
+    shortcut_name = "unigram guess"
+
+    def shortcut(self, inputs, knobs):
+        """Log counts of each symbol in the source (the tokens before SEP), at every position."""
+        sep = self.n_symbols
+        t = jnp.arange(inputs.shape[1])[None, :]
+        source = t < jnp.argmax(inputs == sep, axis=1)[:, None]
+        onehot = inputs[:, :, None] == jnp.arange(self.n_symbols)[None, None, :]
+        counts = (onehot & source[:, :, None]).sum(1).astype(jnp.float32)
+        return jnp.broadcast_to(
+            jnp.log(jnp.maximum(counts, 1e-12))[:, None, :], (*inputs.shape, self.n_symbols)
+        )
 
     def complexity_bits(self, knobs: dict[str, Any]) -> float:
         return int(knobs["length"]) * math.log2(int(knobs["vocab"]))

@@ -103,7 +103,8 @@ class Language(Task):
             metric="excess_bits",
             higher_is_better=False,
             step_threshold=self.threshold,
-            success_metric="val_excess_bits",
+            success_metric="test_excess_bits",
+            select_metric="val_excess_bits",
             success_threshold=self.threshold,
         )
 

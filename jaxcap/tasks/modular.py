@@ -69,6 +69,11 @@ class Modulo(Task):
                 f"config.task.digits: base^digits = {self.base}^{self.digits} is too many numbers "
                 f"for {kind}; allowed: base^digits <= {limit}"
             )
+        if self.modulus > self.n_examples():  # x mod N = x: log2 N would overstate the complexity
+            raise ConfigError(
+                f"config.task.modulus: got {self.modulus}; allowed: at most base^digits = "
+                f"{self.n_examples()}, the count of inputs (x mod N is x itself for every x below N)"
+            )
         super().check()
 
     @property

@@ -75,12 +75,12 @@ class RandomData(Task):
                     "are sized by config.task.dataset_size / config.sweep.task.dataset_size)"
                 )
 
-    def split_sizes(self) -> tuple[int, int]:
-        return self.n_max, self.n_eval
+    def split_sizes(self) -> tuple[int, int, int]:
+        return self.n_max, self.n_eval, self.n_eval
 
     def n_examples(self) -> int:
-        """The examples one member holds: the training set plus the fresh set."""
-        return self.n_max + self.n_eval
+        """The examples one member holds: the training set plus the fresh val and test sets."""
+        return self.n_max + 2 * self.n_eval
 
     def tokens(self, key: jax.Array, n: int) -> jax.Array:
         return jax.random.randint(key, (n, self.seq_len), 0, self.vocab_size, jnp.int32)
@@ -93,14 +93,23 @@ class RandomData(Task):
         train = self.draw(jax.random.fold_in(key, 1), knobs, self.n_max)
         used = self.in_use(knobs).reshape((self.n_max,) + (1,) * (train.weights.ndim - 1))
         train = train.replace(weights=jnp.where(used, train.weights, 0.0))
-        return {"train": train, "val": self.draw(jax.random.fold_in(key, 2), knobs, self.n_eval)}
+        # val and test are fresh draws: what a memorizer scores on inputs it never stored (chance);
+        # an input drawn again by chance is counted in members.jsonl's measured overlap
+        fresh = {
+            name: self.draw(jax.random.fold_in(key, i), knobs, self.n_eval)
+            for i, name in ((2, "val"), (3, "test"))
+        }
+        return {"train": train, **fresh}
 
     def sample_batch(self, key, data, knobs, batch_size):
         n = jnp.clip(knobs["dataset_size"], 1, self.n_max)
         return data["train"].take(jax.random.randint(key, (batch_size,), 0, n))
 
     def eval_splits(self, data: dict[str, Split]) -> dict[str, Split]:
-        return dict(data)
+        return dict(data)  # the whole training set: bits stored are measured on all of it
+
+    def overlap_guaranteed(self) -> bool:
+        return False
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any], knob_grid: dict[str, list]) -> RandomData:
@@ -138,6 +147,7 @@ class RandomLabels(RandomData):
             readout="last",
             knobs=("dataset_size",),
             success_metric="train_accuracy",
+            select_metric="train_accuracy",
             success_threshold=0.99,
         )
 
@@ -181,6 +191,7 @@ class RandomTokens(RandomData):
             readout="all",
             knobs=("dataset_size",),
             success_metric="train_accuracy",
+            select_metric="train_accuracy",
             success_threshold=0.99,
         )
 

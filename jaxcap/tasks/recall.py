@@ -16,7 +16,10 @@ are masked out of the head), so every level trains in one program.
 
 Complexity: n_pairs · log2 vocab bits — the information in the in-context table (n values of
 log2 V bits each) that a model must be able to read back for any query; it is the quantity
-a one-layer model has to route into the query's position [2]. Chance: 1/vocab.
+a one-layer model has to route into the query's position [2]. Chance: 1/vocab. Shortcut: the
+commonest value shown in the context, which ignores the query (about 1/n when values are distinct,
+more when they repeat) — a model that sits there has learned "answer a value from the table", not
+recall (`Task.shortcut`, scored beside every level).
 
 [1] Olsson et al. 2022, "In-context Learning and Induction Heads", arXiv:2209.11895.
 [2] Sanford, Hsu, Telgarsky 2023, "Representational Strengths and Limitations of Transformers",
@@ -106,6 +109,16 @@ class Recall(Task):
 
     def output_mask(self, knobs):
         return jnp.arange(self.n_symbols) < knobs["vocab"]
+
+    shortcut_name = "commonest value shown"
+
+    def shortcut(self, inputs, knobs):
+        """Log counts of each value among the shown pairs: argmax is the commonest value shown,
+        the softmax is the uniform guess over the n shown values."""
+        s = self.n_symbols
+        values = inputs[:, 1 : 2 * self.pairs : 2] - s  # padding (2s) lands at s: out of range
+        counts = (values[:, :, None] == jnp.arange(s)[None, None, :]).sum(1).astype(jnp.float32)
+        return jnp.log(jnp.maximum(counts, 1e-12))
 
     def complexity_bits(self, knobs: dict[str, Any]) -> float:
         return int(knobs["n_pairs"]) * math.log2(int(knobs["vocab"]))

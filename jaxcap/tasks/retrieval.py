@@ -56,7 +56,8 @@ def regress_spec(family: str, n_points: int, dim: int, n_outputs: int, knobs=())
         metric="nmse",
         higher_is_better=False,
         step_threshold=STEP_NMSE,
-        success_metric="val_nmse",
+        success_metric="test_nmse",
+        select_metric="val_nmse",
         success_threshold=SUCCESS_NMSE,
     )
 

@@ -131,7 +131,8 @@ class RnaStructure(Task):
             n_outputs=3,  # '.', '(', ')'
             readout="all",
             knobs=("gc",),
-            success_metric="val_exact",
+            success_metric="test_exact",
+            select_metric="val_exact",
             success_threshold=SUCCESS_EXACT,
         )
 
@@ -139,10 +140,14 @@ class RnaStructure(Task):
     def pool(self, gc: float, part: int = POOL) -> dict[str, np.ndarray]:
         """The labelled sequences of one GC level (tokens, lengths, targets[, probs]), unpadded."""
         if part == POOL:
-            low, high, n = self.min_length or self.length, self.length, self.train_size + self.n_eval
+            low, high, n = self.min_length or self.length, self.length, self.train_size + 2 * self.n_eval
         else:
             low, high, n = self.length + 1, self.length + self.longer_by, self.n_eval
-        return rna_fold.dataset(self.folding, self.data_seed, low, high, float(gc), n, part, self.cache_dir)
+        args = (self.folding, self.data_seed, low, high, float(gc), n, part, self.cache_dir)
+        try:
+            return rna_fold.dataset(*args)
+        except ValueError as error:  # too few distinct sequences for the pool
+            raise ConfigError(f"config.task.train_size: {error}") from None
 
     def _stacked(self, part: int) -> tuple[jax.Array, jax.Array]:
         """[G, N, T] int8 tokens and targets of every GC level, padded to the model's length. int8
@@ -162,17 +167,19 @@ class RnaStructure(Task):
         weights = (tokens != rna_fold.PAD).astype(jnp.float32)
         return Split(tokens.astype(jnp.int32), targets.astype(jnp.int32), weights)
 
-    def split_sizes(self) -> tuple[int, int]:
-        return self.train_size, self.n_eval
+    def split_sizes(self) -> tuple[int, int, int]:
+        return self.train_size, self.n_eval, self.n_eval
 
     def pool_order(self, key: jax.Array) -> jax.Array:
-        """The member's permutation of the pool: train rows first, then val rows."""
-        return jax.random.permutation(key, self.train_size + self.n_eval)
+        """The member's permutation of the pool: train rows first, then val, then test rows."""
+        return jax.random.permutation(key, self.train_size + 2 * self.n_eval)
 
     def make_data(self, key: jax.Array, knobs: dict[str, jax.Array]) -> dict[str, Split]:
         everything = self._level(POOL, knobs["gc"], self.pool_order(key))
-        data = {"train": everything.head(self.train_size)}
-        data["val"] = jax.tree.map(lambda a: a[self.train_size :], everything)
+        n, m = self.train_size, self.n_eval
+        data = {"train": everything.head(n)}
+        data["val"] = jax.tree.map(lambda a: a[n : n + m], everything)
+        data["test"] = jax.tree.map(lambda a: a[n + m :], everything)
         if self.longer_by:
             data["val_long"] = self._level(LONG, knobs["gc"])
         return data

@@ -79,9 +79,9 @@ def _ensemble(task: rna.RnaStructure, key_data: np.ndarray, gc: float, split: st
     else:
         key = jax.random.fold_in(jax.random.wrap_key_data(key_data), KEY_DATA)
         order = np.asarray(task.pool_order(key))
-        probs = task.pool(gc)["probs"][
-            order[task.train_size :] if split == "val" else order[: task.train_size]
-        ]
+        n, m = task.train_size, task.n_eval
+        rows = {"train": order[:n], "val": order[n : n + m], "test": order[n + m :]}[split]
+        probs = task.pool(gc)["probs"][rows]
     return np.pad(probs, ((0, 0), (0, task.padded_length - probs.shape[1]), (0, 0)))
 
 
@@ -93,7 +93,7 @@ def _merge(into: dict, new: dict) -> None:
             into[key] = value
 
 
-def evaluate_workdir(workdir: str, splits=("val", "val_long")) -> list[dict]:
+def evaluate_workdir(workdir: str, splits=("val", "test", "val_long")) -> list[dict]:
     """One row per member and split: its knobs, bucket and structure scores."""
     store = Store(workdir)
     # defaults first, so a workdir written before a field existed still plans

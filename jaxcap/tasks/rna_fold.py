@@ -42,7 +42,7 @@ BRACKETS = ".()"  # class index -> character
 MIN_HAIRPIN = 3  # a pair (i, j) needs j - i > MIN_HAIRPIN
 CANONICAL = {("A", "U"), ("U", "A"), ("G", "C"), ("C", "G"), ("G", "U"), ("U", "G")}
 INSTALL = 'pip install -e ".[domains]"'
-FORMAT_VERSION = 1  # bump when the content of a cached dataset changes
+FORMAT_VERSION = 2  # bump when the content of a cached dataset changes (2: distinct sequences)
 
 
 def vienna():
@@ -146,11 +146,31 @@ def vienna_fold(seq: str) -> tuple[str, np.ndarray]:
 
 # --- datasets -----------------------------------------------------------------------------------
 def random_sequences(rng: np.random.Generator, n: int, low: int, high: int, gc: float):
-    """n sequences of lengths uniform in [low, high]: tokens [n, high] (PAD-padded) and lengths."""
-    lengths = rng.integers(low, high + 1, n)
+    """n *distinct* sequences of lengths uniform in [low, high]: tokens [n, high] (PAD-padded) and
+    lengths. Distinct, so that the train, val and test rows cut from one pool never share a
+    sequence (GC-rich short sequences repeat often: at GC 0.9 and 10 nt, 13% of a 1,536-row pool
+    drawn i.i.d. were repeats). Raises ValueError when the space has fewer than n sequences."""
     p = np.array([1 - gc, gc, gc, 1 - gc]) / 2.0  # A, C, G, U: G+C has probability gc
-    tokens = rng.choice(4, size=(n, high), p=p).astype(np.int32)
-    return np.where(np.arange(high)[None, :] < lengths[:, None], tokens, PAD), lengths.astype(np.int32)
+    kept_tokens, kept_lengths, seen = [], [], set()
+    for _ in range(64):
+        m = 2 * (n - len(kept_tokens)) + 16
+        lengths = rng.integers(low, high + 1, m)
+        tokens = rng.choice(4, size=(m, high), p=p).astype(np.int32)
+        for row, length in zip(tokens, lengths):
+            key = (int(length), row[:length].tobytes())
+            if key not in seen and len(kept_tokens) < n:
+                seen.add(key)
+                kept_tokens.append(row)
+                kept_lengths.append(length)
+        if len(kept_tokens) == n:
+            tokens, lengths = np.stack(kept_tokens), np.asarray(kept_lengths)
+            return np.where(np.arange(high)[None, :] < lengths[:, None], tokens, PAD), lengths.astype(
+                np.int32
+            )
+    raise ValueError(
+        f"{n} distinct RNA sequences of lengths {low}-{high} at GC {gc} were not found ({len(seen)} after 64 "
+        "rounds); lower train_size / n_eval or raise the length"
+    )
 
 
 def to_string(tokens: np.ndarray, length: int) -> str:

@@ -7,7 +7,8 @@ vocabulary of 97 tokens: newline, the 95 printable ASCII characters, and one tok
 anything else (a few dozen em dashes), so the vocabulary does not depend on the split.
 
 Splits: the plays of `train_genres` give the training text, except the last `val_fraction` of
-each play, which is the in-domain `val` split; the plays of `eval_genres` (another domain:
+each play, whose first half is the in-domain `val` split and second half the `test` split (text
+never trained on, so no window of val or test occurs in training); the plays of `eval_genres` (another domain:
 e.g. train on comedies, histories, tragedies and problem plays, evaluate on romances and the
 Roman plays) are the `val_ood` split. The token arrays are loaded once on the host and live on
 device as constants of the program; every example is a window of `length` + 1 characters at a
@@ -16,7 +17,7 @@ windows are fixed by the member's key). Next-character prediction at every posit
 
 Metrics: bits per character (`val_bits`, the headline number), perplexity, next-character
 accuracy. There is no known optimum, so `optimum` is 0 and `excess_bits` equals `bits`.
-Success: val next-character accuracy >= 0.5 (a constant predictor gets ~0.17, a space).
+Success: test next-character accuracy >= 0.5 (a constant predictor gets ~0.17, a space).
 Complexity: the LZMA-compressed size of the training text in bits, an upper bound on its
 algorithmic information (what a model that memorized the training text would hold).
 """
@@ -65,10 +66,11 @@ def decode(tokens) -> str:
 
 
 @functools.cache
-def load_genres(text_dir: str, genres: str, val_fraction: float) -> tuple[np.ndarray, np.ndarray]:
-    """(head, tail) token arrays of the plays of `genres` (comma separated): the first
-    1 - val_fraction and the last val_fraction of each play, plays in sorted order."""
-    root, heads, tails = plays_root(text_dir), [], []
+def load_genres(text_dir: str, genres: str, val_fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(head, val, test) token arrays of the plays of `genres` (comma separated): the first
+    1 - val_fraction of each play, then the two halves of its last val_fraction; plays in sorted
+    order."""
+    root, heads, vals, tests = plays_root(text_dir), [], [], []
     for genre in genres.split(","):
         plays = sorted((root / genre).glob("*.md"))
         if not plays:
@@ -78,9 +80,11 @@ def load_genres(text_dir: str, genres: str, val_fraction: float) -> tuple[np.nda
         for play in plays:
             tokens = encode(play.read_text("utf-8"))
             cut = int(round(len(tokens) * (1.0 - val_fraction)))
+            middle = cut + (len(tokens) - cut) // 2
             heads.append(tokens[:cut])
-            tails.append(tokens[cut:])
-    return np.concatenate(heads), np.concatenate(tails)
+            vals.append(tokens[cut:middle])
+            tests.append(tokens[middle:])
+    return np.concatenate(heads), np.concatenate(vals), np.concatenate(tests)
 
 
 def _genre_list(path: str, value: str, allow_empty: bool) -> list[str]:
@@ -116,7 +120,7 @@ class Shakespeare(Task):
             raise ConfigError(
                 f"config.task.eval_genres: got {self.eval_genres!r}; allowed: genres not in train_genres"
             )
-        if self.val_fraction <= 0:
+        if self.val_fraction <= 0:  # the held-out text, halved into val and test
             raise ConfigError(
                 f"config.task.val_fraction: got {self.val_fraction}; allowed: above 0 (the in-domain "
                 "val split)"
@@ -139,14 +143,15 @@ class Shakespeare(Task):
             readout="all",
             metric="accuracy",
             step_threshold=SUCCESS_ACCURACY,
-            success_metric="val_accuracy",
+            success_metric="test_accuracy",
+            select_metric="val_accuracy",
             success_threshold=SUCCESS_ACCURACY,
         )
 
     def texts(self) -> dict[str, np.ndarray]:
-        """{'train', 'val'} token arrays, and 'val_ood' when eval_genres are set (host numpy)."""
-        head, tail = load_genres(self.text_dir, self.train_genres, self.val_fraction)
-        out = {"train": head, "val": tail}
+        """{'train', 'val', 'test'} token arrays, and 'val_ood' when eval_genres are set (host)."""
+        head, val, test = load_genres(self.text_dir, self.train_genres, self.val_fraction)
+        out = {"train": head, "val": val, "test": test}
         if self.eval_genres:
             out["val_ood"] = np.concatenate(load_genres(self.text_dir, self.eval_genres, 0.0))
         for name, tokens in out.items():
@@ -192,5 +197,5 @@ class Shakespeare(Task):
 
 @functools.cache
 def _compressed_bits(text_dir: str, genres: str, val_fraction: float) -> float:
-    head, _ = load_genres(text_dir, genres, val_fraction)
+    head, _, _ = load_genres(text_dir, genres, val_fraction)
     return 8.0 * len(lzma.compress(head.tobytes(), preset=6))

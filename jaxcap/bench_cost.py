@@ -1,0 +1,140 @@
+"""XLA's own accounting of one population training step, per model-step, on any backend.
+
+    python -m jaxcap.bench --cost                         # small, baseline, grok; float32 + bfloat16; P = 64
+    python -m jaxcap.bench --cost --models grok --sizes 64 --compute_dtype bfloat16
+
+The step of a small Transformer is memory-bandwidth-bound: its GEMMs have ~30-50 flop/byte,
+below an H100's ridge point. So the number to move, even on a 2-core CPU, is the bytes a step
+moves, and XLA counts them for us:
+
+- `gflop`, `bytes_accessed`: `compiled.cost_analysis()` of the optimized program (one step,
+  divided by P). On CPU, bfloat16 dots appear upcast to float32 in the optimized HLO, so
+  `bytes_accessed` overstates what a GPU would move for bfloat16 compute.
+- `matmul_mb`, `dots`: operand + result bytes of every dot in the *lowered* (pre-optimization)
+  StableHLO, in the dtypes the program asks for. This is the traffic of the GEMMs alone,
+  independent of the backend's fusion and upcasting decisions.
+- `top_level_ops`, `fusions`: instructions of the optimized entry computation that launch work
+  (parameters, constants, tuples and bitcasts excluded), of which fusions — on a GPU roughly
+  the kernels per step; on a CPU only indicative.
+- `temp_mb`: the compiled program's scratch memory (`memory_analysis()`), whole population.
+
+`gemm_algorithms` lists the GEMM implementations an optimized GPU program chose (cuBLAS
+algorithm ids, Triton tile configs); it is empty on a CPU.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+
+import jax
+
+from jaxcap import tasks
+from jaxcap.models import ModelConfig, param_count
+from jaxcap.population import DEFAULT_HPARAMS, Member, stack
+from jaxcap.train import TrainSettings, make_population
+
+_FUNC = re.compile(r"\s*func\.func (?:public |private )?@([\w.$-]+)\(")
+_CALL = re.compile(r"call @([\w.$-]+)\(")
+_TENSOR = re.compile(r"tensor<([^>]+)>")
+_TRIVIAL = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast"}
+
+
+def _tensor_bytes(spec: str) -> int:
+    """Bytes of a StableHLO tensor type such as '64x512x128xbf16' (i1 counts one byte)."""
+    *dims, dtype = spec.split(",")[0].split("x")
+    bits = int(re.search(r"(\d+)", dtype).group(1))
+    return math.prod(int(d) for d in dims) * max(1, bits // 8)
+
+
+def matmul_traffic(stablehlo: str) -> tuple[int, int]:
+    """(dots, operand + result bytes) of every `dot_general` in a lowered StableHLO module,
+    following calls from `main` (a function called twice counts twice)."""
+    funcs: dict[str, list] = {}
+    current = None
+    for line in stablehlo.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            current = funcs.setdefault(m.group(1), [0, 0, []])
+            continue
+        if current is None:
+            continue
+        if "stablehlo.dot_general" in line or "stablehlo.dot " in line:
+            current[0] += 1
+            current[1] += sum(_tensor_bytes(t) for t in _TENSOR.findall(line.rsplit(" : ", 1)[1]))
+        current[2].extend(_CALL.findall(line))
+
+    def total(name: str) -> tuple[int, int]:
+        dots, nbytes, calls = funcs[name]
+        for callee in calls:
+            d, b = total(callee)
+            dots, nbytes = dots + d, nbytes + b
+        return dots, nbytes
+
+    return total("main")
+
+
+def _entry_opcodes(hlo: str) -> list[str]:
+    """Opcodes of the optimized module's ENTRY computation, in order."""
+    out, inside = [], False
+    for line in hlo.splitlines():
+        if line.startswith("ENTRY"):
+            inside = True
+        elif inside and line.startswith("}"):
+            break
+        elif inside and " = " in line:
+            m = re.search(r"\s([a-z][\w-]*)\(", line.split(" = ", 1)[1])
+            if m:
+                out.append(m.group(1))
+    return out
+
+
+def gemm_algorithms(hlo: str) -> dict[str, int]:
+    """How often each GEMM implementation appears in an optimized (GPU) HLO module: cuBLAS
+    custom calls by target and selected algorithm, Triton GEMM fusions by tile config."""
+    found: collections.Counter = collections.Counter()
+    for line in hlo.splitlines():
+        target = re.search(r'custom_call_target="([^"]*(?:gemm|matmul)[^"]*)"', line)
+        if target:
+            algorithm = re.search(r'"selected_algorithm":"?(-?\d+)', line)
+            found[f"{target.group(1)} algo {algorithm.group(1) if algorithm else '?'}"] += 1
+        elif "__triton_gemm" in line:
+            tiles = re.search(r'"triton_gemm_config":\{([^}]*)\}', line)
+            found[f"triton {tiles.group(1) if tiles else '?'}".replace('"', "")] += 1
+    return dict(sorted(found.items()))
+
+
+def step_cost(model_kw: dict, batch: int, task_cfg: dict, p: int, compute_dtype: str) -> dict:
+    """XLA's accounting of one training step of a P-member population, per model-step."""
+    task = tasks.build(task_cfg)
+    model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=compute_dtype)
+    # One step per chunk: the scan of length 1 is unrolled, so the counts are of one step.
+    settings = TrainSettings(steps=1, chunk_steps=1, batch_size=batch, dropout=False)
+    program = make_population(settings, task, model)
+    knobs = task.default_knobs()
+    members = [Member(i, i, dict(DEFAULT_HPARAMS), knobs) for i in range(p)]
+    keys, hp = stack(members, 0)
+    state, data = jax.eval_shape(program.init, keys, hp), jax.eval_shape(program.data, keys, hp)
+    lowered = program.chunk.lower(state, hp, data)
+    compiled = lowered.compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost  # a list on older jax
+    dots, matmul_bytes = matmul_traffic(lowered.as_text())
+    hlo = compiled.as_text()
+    opcodes = [op for op in _entry_opcodes(hlo) if op not in _TRIVIAL]
+    memory = compiled.memory_analysis()
+    return {
+        "params": param_count(model),
+        "batch": batch,
+        "P": p,
+        "compute_dtype": compute_dtype,
+        "gflop": round(cost["flops"] / p / 1e9, 3),
+        "bytes_accessed_mb": round(cost["bytes accessed"] / p / 1e6, 1),
+        "matmul_mb": round(matmul_bytes / p / 1e6, 1),
+        "dots": dots,
+        "top_level_ops": len(opcodes),
+        "fusions": sum(op == "fusion" for op in opcodes),
+        "temp_mb": round(memory.temp_size_in_bytes / 1e6, 1) if memory is not None else None,
+        "gemm_algorithms": gemm_algorithms(hlo),
+    }

@@ -1,0 +1,132 @@
+"""The capacity report's figures, from `capacity.summarize` and `capacity_fit.fit_all` output.
+
+- exposure_curve.png: bits stored C(E) against exposures per item, one line per architecture
+  (median over seeds, band: min–max), next to bits per parameter with the published protocols'
+  points: Allen-Zhu & Li [1] (~1 bit/param at 100 exposures, ~2 at 1,000) and Morris et al. [2]
+  (~3.6 bits/param trained to convergence).
+- capacity_curve.png: bits stored against dataset bits at the last budget (y = x, C_mem).
+- bits_per_param.png: C_mem against n_params, the fitted slope and both budgets.
+
+[1] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
+[2] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+LITERATURE = {"Allen-Zhu & Li 2024": 2.0, "Morris et al. 2025": 3.6}  # bits per parameter
+ALLEN_ZHU_EXPOSURES = {100: 1.0, 1000: 2.0}  # exposures -> bits per parameter, their Figure 1
+
+
+def name(a: dict) -> str:
+    """A short architecture name: layers, d_model, heads x d_head, d_ff and N."""
+    return f"{a['n_layers']}L d{a['d_model']} {a['n_heads']}x{a['d_head']} ff{a['d_ff']} N{a['seq_len']}"
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_exposures(archs: list[dict], path: Path) -> Path:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4))
+    for i, a in enumerate(archs):
+        points = [p for p in a["exposure_curve"] if p["median"] is not None]
+        x = [p["exposures"] for p in points]
+        flat = a["flat"]
+        verdict = "capacity" if a["is_capacity"] else "lower bound"
+        gain = "" if flat["gain"] is None else f", {flat['gain']:+.0%} last doubling"
+        label = f"{name(a)} ({a['n_params']:,} params; {verdict}{gain})"
+        for ax, scale in ((left, 1.0), (right, 1.0 / a["n_params"])):
+            ax.plot(x, [p["median"] * scale for p in points], "o-", color=f"C{i % 10}", ms=3, label=label)
+            low, high = [p["min"] * scale for p in points], [p["max"] * scale for p in points]
+            ax.fill_between(x, low, high, color=f"C{i % 10}", alpha=0.2, lw=0)
+    right.plot(
+        list(ALLEN_ZHU_EXPOSURES),
+        list(ALLEN_ZHU_EXPOSURES.values()),
+        "s--",
+        color="gray",
+        label="Allen-Zhu & Li 2024 (bioS, GPT-2)",
+    )
+    right.axhline(
+        LITERATURE["Morris et al. 2025"], color="gray", ls=":", label="Morris et al. 2025 (converged)"
+    )
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("exposures per training item (steps x batch / n)")
+    left.set_yscale("log")
+    left.set_ylabel("bits stored C(E): best size per seed (median, min-max)")
+    right.set_ylabel("bits per parameter")
+    right.set_ylim(0, 4.0)
+    left.legend(fontsize=6, loc="lower right")
+    right.legend(fontsize=6, loc="center left")
+    fig.suptitle("memorization vs exposures (random data: every bit stored was memorized)", fontsize=9)
+    return _save(fig, path)
+
+
+def plot_curves(archs: list[dict], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    top, bottom = 1.0, np.inf
+    for i, a in enumerate(archs):
+        color = f"C{i % 10}"
+        for p in a["curve"]:
+            ax.scatter([p["dataset_bits"]] * len(p["bits"]), p["bits"], s=8, alpha=0.4, color=color)
+        xs = [p["dataset_bits"] for p in a["curve"] if p["median"] is not None]
+        ax.plot(
+            xs,
+            [p["median"] for p in a["curve"] if p["median"] is not None],
+            "o-",
+            color=color,
+            ms=3,
+            label=f"{name(a)} ({a['n_params']:,} params)",
+        )
+        ax.axhline(a["c_mem"], color=color, ls=":", lw=1)
+        top, bottom = max(top, *xs), min(bottom, *xs)
+    ax.plot([bottom, top], [bottom, top], "--", color="gray", lw=1, label="y = x (everything stored)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("dataset bits (entropy of the random answers)")
+    ax.set_ylabel("bits stored at the last budget (median over seeds; dots: seeds)")
+    ax.set_title("memorization against dataset size: dotted lines are C_mem", fontsize=9)
+    ax.legend(fontsize=6, loc="upper left")
+    return _save(fig, path)
+
+
+def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    p = np.array([a["n_params"] for a in archs], np.float64)
+    c = np.array([a["c_mem"] for a in archs])
+    err = [c - np.array([a["c_min"] for a in archs]), np.array([a["c_max"] for a in archs]) - c]
+    ax.errorbar(p, c, yerr=err, fmt="o", capsize=3, label="C_mem (median, seed range)")
+    for a in archs:
+        ax.annotate(
+            name(a), (a["n_params"], a["c_mem"]), fontsize=6, textcoords="offset points", xytext=(4, -8)
+        )
+    grid = np.linspace(0, p.max() * 1.1, 50)
+    if "bits_per_param" in fits:
+        ax.plot(
+            grid,
+            fits["bits_per_param"] * grid,
+            "-",
+            color="C1",
+            label=f"fit: {fits['bits_per_param']:.2f} bits/param",
+        )
+    for (paper, value), ls in zip(LITERATURE.items(), (":", "-.")):
+        ax.plot(grid, value * grid, ls, color="gray", lw=1, label=f"{paper}: {value} bits/param")
+    heads = [a["head_budget_bits"] for a in archs]
+    ax.scatter(p, heads, marker="x", color="C3", label="H × d_head × precision budget")
+    ax.set_xlim(0, p.max() * 1.35)
+    ax.set_xlabel("parameters")
+    ax.set_ylabel("C_mem (bits)")
+    ax.set_ylim(0, max(c.max(), 1.0) * 1.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)

@@ -1,0 +1,348 @@
+"""Every bad input is one line naming the thing and what is allowed, and the workdir is left as it
+was: a table of cases (keep adding to it). Each case builds a config and a workdir, runs
+`run(config, workdir)` in this process, and expects the line the launcher prints for what it
+raised (`launch.one_line`); the launcher itself is exercised for what only it handles (a stray
+argument, `--debug`, a second launch on a workdir in use), and a user without write access is
+played by `nobody` (setpriv) when the tests run as root, since root writes anywhere."""
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_launch import SMOKE, launch
+from test_store import HOLD
+
+from jaxcap.checkpoint import PopulationCheckpoints
+from jaxcap.config import load_config
+from jaxcap.launch import one_line
+from jaxcap.run import identity, run
+from jaxcap.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = ".lock"  # the writer's lock file: the one file a run creates before its checks of the workdir
+
+
+def smoke(**edits):
+    c = load_config(f"{ROOT / 'configs' / 'modmod.py'}:smoke")
+    c.runtime.progress = False
+    for path, value in edits.items():
+        section, _, field = path.rpartition(".")
+        node = c
+        for part in filter(None, section.split(".")):
+            node = node[part]
+        node[field] = value
+    return c
+
+
+def hpo(**edits):
+    c = load_config(f"{ROOT / 'configs' / 'modmod_hpo.py'}:smoke")
+    c.runtime.progress = False
+    for path, value in edits.items():
+        section, field = path.split(".")
+        c[section][field] = value
+    return c
+
+
+def existing(config, files: dict[str, str | bytes] | None = None) -> Callable[[Path], Path]:
+    """A workdir holding a run of `config` (its config.json) and `files`."""
+
+    def make(tmp: Path) -> Path:
+        workdir = tmp / "w"
+        Store(workdir).write_config(identity(config))
+        for name, text in (files or {}).items():
+            (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+            getattr(workdir / name, "write_bytes" if isinstance(text, bytes) else "write_text")(text)
+        return workdir
+
+    return make
+
+
+def corrupt_checkpoint(config) -> Callable[[Path], Path]:
+    """A workdir whose only checkpoint of bucket b0 does not restore."""
+
+    def make(tmp: Path) -> Path:
+        workdir = existing(config)(tmp)
+        ckpts = PopulationCheckpoints(workdir / "ckpt" / "b0")
+        ckpts.save(10, {"w": [0.0]}, {"step": 10})
+        ckpts.close()
+        (workdir / "ckpt" / "b0" / "10" / "cursor" / "metadata").write_text('{"st')
+        return workdir
+
+    return make
+
+
+def storage_with_budget(n: int) -> Callable[[Path], Path]:
+    """A fresh workdir, and a study storage beside it whose studies already have a budget of n."""
+
+    def make(tmp: Path) -> Path:
+        from jaxcap.study import create_studies
+
+        create_studies(hpo(**{"study.storage": str(tmp / "shared.log"), "study.n_trials": n}), tmp)
+        return tmp / "w"
+
+    return make
+
+
+def fresh(tmp: Path) -> Path:
+    return tmp / "w"
+
+
+def a_file(tmp: Path) -> Path:
+    (tmp / "w").write_text("x")
+    return tmp / "w"
+
+
+def under_a_file(tmp: Path) -> Path:
+    (tmp / "f").write_text("x")
+    return tmp / "f" / "w"
+
+
+def cache_under_a_file(tmp: Path):
+    (tmp / "f").write_text("x")
+    return smoke(**{"runtime.compilation_cache": str(tmp / "f" / "xla")})
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    config: Callable[[Path], object]  # tmp -> config
+    workdir: Callable[[Path], Path]  # tmp -> workdir (created as the case needs)
+    message: str
+    writes: tuple[str, ...] = ()  # files the run may create: checks that need a run's context
+
+
+def _config(config):
+    return lambda tmp: config
+
+
+CASES = {
+    # the workdir
+    "workdir is a file": Case(_config(smoke()), a_file, "is a file; allowed: a directory"),
+    "workdir under a file": Case(_config(smoke()), under_a_file, "is under a file"),
+    "corrupt config.json": Case(
+        _config(smoke()),
+        existing(smoke(), {"config.json": '{"experiment": "popu'}),
+        "config.json does not parse",
+    ),
+    "workdir of another config": Case(
+        _config(smoke(seed=3)), existing(smoke()), "different config (config.seed: 0 in the workdir, 3 now)"
+    ),
+    "corrupt checkpoint": Case(
+        _config(smoke()), corrupt_checkpoint(smoke()), "checkpoint error: ", writes=("ckpt/b0.corrupt",)
+    ),
+    # the study storage
+    "storage URL without its driver": Case(
+        _config(hpo(**{"study.storage": "postgresql://me@localhost/db"})),
+        fresh,
+        "config.study.storage: got 'postgresql://me@localhost/db', whose driver is not installed",
+    ),
+    "storage URL of an unknown scheme": Case(
+        _config(hpo(**{"study.storage": "foo://host/db"})), fresh, "which SQLAlchemy cannot use"
+    ),
+    "corrupt study.db": Case(
+        _config(hpo()),
+        existing(hpo(), {"study.db": b"not a database " * 100}),
+        "config.study.storage: cannot open study.db in the workdir as an Optuna storage (DatabaseError",
+    ),
+    "n_trials below the storage's budget": Case(
+        lambda t: hpo(**{"study.storage": str(t / "shared.log"), "study.n_trials": 2}),
+        storage_with_budget(4),
+        "config.study.n_trials: got 2, but study modulo/modulus=5 already has a budget of 4 trials",
+        writes=("config.json",),
+    ),
+    # config values (flag-level ones, such as an unknown key, in tests/test_launch.py)
+    "a value not allowed": Case(
+        _config(smoke(**{"model.norm": "layer"})),
+        fresh,
+        "config.model.norm: got 'layer'; allowed: pre, post, none",
+    ),
+    "steps not a multiple of chunk_steps": Case(
+        _config(smoke(**{"train.steps": 45})),
+        fresh,
+        "config.train.steps: got 45; allowed: a multiple of config.train.chunk_steps",
+    ),
+    "a swept value out of range": Case(
+        _config(smoke(**{"sweep.task.modulus": (5, 1)})), fresh, "config.sweep.task.modulus[1]: got 1"
+    ),
+    "more numbers than a dataset holds": Case(
+        _config(smoke(**{"task.digits": 12})), fresh, "config.task.digits: base^digits"
+    ),
+    "wrong-typed bucket override": Case(
+        _config(smoke(**{"sweep.buckets": ("model.d_model=abc",)})),
+        fresh,
+        "config.sweep.buckets[0]: model.d_model: got 'abc' (str); allowed: a int",
+    ),
+    "threshold above 1 for accuracy": Case(
+        _config(smoke(**{"eval.val_threshold": 1.5})),
+        fresh,
+        "config.eval.val_threshold: got 1.5; allowed: at most 1",
+    ),
+    "batch size far above the split": Case(
+        _config(smoke(**{"train.batch_size": 100_000})),
+        fresh,
+        "config.train.batch_size: got 100000; allowed: at most 16 x the 5000 train examples",
+    ),
+    "modulus above the input range": Case(
+        _config(smoke(**{"task.digits": 1, "task.modulus": 7, "sweep.task.modulus": (5, 20)})),
+        fresh,
+        "config.sweep.task.modulus[1]: 20: config.task.modulus: got 20; allowed: at most base^digits = 10",
+    ),
+    # the machine
+    "more devices than there are": Case(
+        _config(smoke(**{"runtime.devices": 64})),
+        fresh,
+        "config.runtime.devices: got 64; allowed: 0 (automatic)",
+    ),
+    "process_id not below num_processes": Case(
+        _config(smoke(**{"runtime.process_id": 2, "runtime.num_processes": 2})),
+        fresh,
+        "config.runtime.process_id: got 2; allowed: 0 … 1",
+    ),
+    "several processes without a coordinator": Case(
+        _config(smoke(**{"runtime.num_processes": 2})), fresh, "config.runtime.coordinator: got ''; allowed:"
+    ),
+    "compilation cache under a file": Case(
+        cache_under_a_file, fresh, "config.runtime.compilation_cache: cannot write"
+    ),
+    # the run itself
+    "every member diverged": Case(
+        _config(smoke(**{"hparams.learning_rate": 1e35})),
+        fresh,
+        "run error: every member diverged by step 10; allowed: a smaller config.hparams.learning_rate",
+        writes=("*",),
+    ),
+}
+
+
+def snapshot(workdir: Path) -> dict[str, bytes] | None:
+    if not workdir.exists() or workdir.is_file():
+        return None if not workdir.exists() else {".": workdir.read_bytes()}
+    return {str(p.relative_to(workdir)): p.read_bytes() for p in sorted(workdir.rglob("*")) if p.is_file()}
+
+
+def _kept(files: dict[str, bytes] | None, writes: tuple[str, ...]) -> dict[str, bytes]:
+    """The files that must be as they were: all but the lock and what the case may write."""
+    return {k: v for k, v in (files or {}).items() if k != LOCK and not any(k.startswith(w) for w in writes)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_bad_input_is_one_line_and_leaves_the_workdir_as_it_was(tmp_path, name):
+    case = CASES[name]
+    config, workdir = case.config(tmp_path), case.workdir(tmp_path)
+    before = snapshot(workdir)
+    with pytest.raises(Exception) as info:
+        run(config, str(workdir))
+    line = one_line(info.value)
+    assert line is not None, f"a traceback would reach the user: {info.value!r}"
+    assert "\n" not in line and case.message in line, line
+    if "*" in case.writes:  # a run that went wrong on the way, not an input refused up front
+        return
+    after = snapshot(workdir)
+    if before is None and not case.writes:
+        assert after is None, "refused before the workdir was even created"
+    assert _kept(after, case.writes) == _kept(before, case.writes)
+
+
+def _stderr_line(out) -> str:
+    lines = [line for line in out.stderr.strip().splitlines() if line.strip()]
+    assert out.returncode != 0 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    return lines[0]
+
+
+def test_launcher_refuses_a_stray_argument(tmp_path):
+    out = launch(*SMOKE, "smoke", "--workdir", str(tmp_path / "w"), check=False)
+    assert _stderr_line(out).startswith("usage error: unexpected argument 'smoke'; allowed: flags only")
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp_path):
+    workdir = tmp_path / "w"
+    existing(smoke())(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(workdir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        before = snapshot(workdir)
+        out = launch(*SMOKE, "--workdir", str(workdir), check=False)
+        assert _stderr_line(out).startswith(
+            f"workdir error: {workdir} is being written by process {holder.pid} on"
+        )
+        assert snapshot(workdir) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_debug_shows_the_traceback_of_an_input_error(tmp_path):
+    existing(smoke(), {"config.json": "{"})(tmp_path)
+    out = launch(*SMOKE, "--workdir", str(tmp_path / "w"), "--debug", check=False)
+    assert out.returncode != 0 and "Traceback" in out.stderr and "WorkdirError: " in out.stderr
+
+
+AS_NOBODY = """
+import sys
+from jaxcap.config import load_config
+from jaxcap.launch import one_line
+from jaxcap.run import run
+root = sys.argv[1]
+for workdir, cache in (("finished", "off"), ("ro/new", "off"), ("w", root + "/cache")):
+    c = load_config("configs/modmod.py:smoke")
+    c.runtime.compilation_cache = cache
+    try:
+        run(c, f"{root}/{workdir}")
+    except Exception as e:
+        print(one_line(e))
+"""
+
+
+@pytest.fixture
+def open_tmp():
+    """A temporary directory any user can enter (pytest's own are private to their owner)."""
+    path = Path(tempfile.mkdtemp(prefix="jaxcap-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+WRITE_PROTECTED = ("finished", "ro", "cache")
+
+
+def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
+    """A read-only finished run, a workdir in a directory not writable, an unwritable cache."""
+    as_user = [] if os.geteuid() else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if as_user and not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: no user to lack write access")
+    tmp_path = open_tmp
+    (tmp_path / "home").mkdir()  # matplotlib and JAX may write their caches there
+    (tmp_path / "home").chmod(0o777)
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    probe = subprocess.run(
+        [*as_user, sys.executable, "-c", "import jaxcap.validate"], cwd=ROOT, env=env, capture_output=True
+    )
+    if probe.returncode:
+        pytest.skip("this checkout is private to its owner: another user cannot run it")
+    existing(smoke(), {"members.jsonl": "", "evals.jsonl": ""})(tmp_path)  # (not trained: refused first)
+    (tmp_path / "w").rename(tmp_path / "finished")
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "cache").mkdir()
+    for path in (tmp_path, tmp_path / "finished", tmp_path / "ro", tmp_path / "cache"):
+        path.chmod(0o555)  # for root's files, nobody has no write access anyway
+    before = {name: snapshot(tmp_path / name) for name in WRITE_PROTECTED}
+    try:
+        cmd = [*as_user, sys.executable, "-c", AS_NOBODY, str(tmp_path)]
+        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        for path in (tmp_path, tmp_path / "finished", tmp_path / "ro", tmp_path / "cache"):
+            path.chmod(0o755)
+    denied = "(Permission denied); allowed: a writable"
+    assert out.stdout.splitlines() == [
+        f"workdir error: {tmp_path / 'finished'}: cannot write {denied} directory",
+        f"workdir error: {tmp_path / 'ro' / 'new'}: cannot create it {denied} location",
+        f"config error: config.runtime.compilation_cache: cannot write {tmp_path / 'cache'} {denied} "
+        "directory, 'default' ($JAXCAP_CACHE or ~/.cache/jaxcap/xla) or 'off'",
+    ], out.stderr[-3000:]
+    assert {name: snapshot(tmp_path / name) for name in WRITE_PROTECTED} == before
