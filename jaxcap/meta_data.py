@@ -24,8 +24,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
-
 from jaxcap import outcomes
 from jaxcap.meta_difficulty import covariate
 from jaxcap.models import ModelConfig, param_count
