@@ -88,12 +88,19 @@ def train_families(config: ml_collections.ConfigDict, store: Store) -> tuple[lis
 
 def _stamp(table: meta_data.Table, nuts: meta_fit.NutsSettings, reference: str) -> dict:
     source = "".join(inspect.getsource(m) for m in (metamodel, meta_cells))  # refit if they changed
-    return {
+    stamp = {
         "fingerprint": table.fingerprint,
         "nuts": dataclasses.asdict(nuts),
         "reference": reference,
         "model": hashlib.sha1(source.encode()).hexdigest()[:12],
     }
+    return _as_saved(stamp)
+
+
+def _as_saved(value: dict) -> dict:
+    """What `value` reads back as from JSON (tuples become lists), so a stamp compares equal to
+    its saved self on resume."""
+    return json.loads(json.dumps(clean(value)))
 
 
 def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dict:
@@ -136,7 +143,7 @@ def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dic
 
     validation_path = store.root / "validation.json"
     valid = json.loads(validation_path.read_text()) if validation_path.exists() else {}
-    vstamp = {**stamp, "validation": cal.validation.to_dict()}
+    vstamp = _as_saved({**stamp, "validation": cal.validation.to_dict()})
     if valid.get("stamp") != vstamp:
         settings = meta_validate.ValidationSettings(**cal.validation.to_dict())
         valid = {**meta_validate.validate(table, nuts, settings, cal.reference), "stamp": vstamp}

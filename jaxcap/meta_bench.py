@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "seconds": round(posterior.meta["seconds"], 2),
                 "max_rhat": round(diag["max_rhat"], 4),
+                "worst_rhat_site": max(diag["rhat"], key=diag["rhat"].get) if diag["rhat"] else None,
                 "min_ess": round(diag["min_ess"], 1),
                 "divergences": diag["divergences"],
                 "mean_leapfrog_steps": round(diag["mean_steps"], 1),

@@ -11,7 +11,7 @@ Four designs, each asking one of the user's questions:
   fit would keep fewer than `MIN_FAMILIES` families: the family population's spread would be
   its prior;
 * `archs`: leave one architecture out (a new architecture through the covariate regression),
-  when the table has at least 3.
+  refused, with the reason, while the table has fewer than `MIN_ARCHS`.
 
 Model choices (priors, sampler settings, the model's form) are made on the development split,
 fold seed `DEV_SEED` of the `levels` design, which reports never quote (Cawley & Talbot 2010,
@@ -120,6 +120,12 @@ def make_folds(table: Table, n_folds: int, seeds: tuple[int, ...], designs: tupl
         out += [Fold("families", name, keys[:, 1] == f, refused=why) for f, name in enumerate(table.families)]
     if "archs" in designs and len(table.archs) >= MIN_ARCHS:
         out += [Fold("archs", f"a{a}", keys[:, 0] == a) for a in range(len(table.archs))]
+    elif "archs" in designs:
+        why = (
+            f"the table has {len(table.archs)} architecture(s); leaving one out needs >= {MIN_ARCHS} "
+            "(the fit must keep two that differ for the covariate regression to say anything)"
+        )
+        out.append(Fold("archs", "all", np.zeros(len(keys), bool), refused=why))
     return out
 
 

@@ -118,7 +118,7 @@ def test_level_folds_are_stratified_and_hold_out_every_free_level_once():
     )
 
 
-def test_top_levels_are_the_hardest_and_family_folds_need_enough_families():
+def test_top_levels_are_the_hardest_and_family_and_arch_folds_need_enough():
     table = _table(n_families=5)
     for f in range(5):
         held = meta_splits.top_levels(table, f)
@@ -126,7 +126,9 @@ def test_top_levels_are_the_hardest_and_family_folds_need_enough_families():
         top = {i for _, i in mine[-int(held.sum()) :]} if held.any() else set()
         assert set(np.flatnonzero(held)) == top
     folds = meta_splits.make_folds(table, 4, (1,), ("families", "archs"))
-    assert [f.kind for f in folds] == ["families"] * 5 and not any(f.refused for f in folds)
+    assert [f.kind for f in folds] == ["families"] * 5 + ["archs"]
+    assert not any(f.refused for f in folds[:5])  # 2 architectures: leave-one-out is refused
+    assert "needs >= 3" in folds[5].refused and not folds[5].held.any()
     few = meta_splits.make_folds(_table(n_families=3), 4, (1,), ("families",))
     assert all("needs >= 4" in f.refused for f in few)
 
