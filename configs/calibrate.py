@@ -26,10 +26,13 @@ the default size).
 
 from jaxcap.config.base import base_config, parse_arg
 from jaxcap.config.search_space import add_level_search
+from jaxcap.meta.validate import DESIGNS
 
+# candidate levels; the design trains a spanning grid of them, then bisects at the boundary
 MODULI = (2, 4, 5, 8, 10, 16, 20, 25, 40, 50, 80, 100, 160, 200, 400, 625)  # divisors of 10^4
-DATASET_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
-PARITY_K = (1, 2, 3, 4, 5, 6)
+DATASET_SIZES = tuple(int(round(2 ** (k / 2))) for k in range(10, 29))  # 32 ... 16,384 sequences
+PARITY_K = tuple(range(1, 17))  # of n = 16 bits
+DESIGN = dict(grid=4, rounds=2, per_round=1)
 
 
 CAUSAL = "model.attention=causal"  # sequence models; the mask is not part of the architecture
@@ -115,7 +118,7 @@ def get_config(arg=None):
     c.model.update(n_layers=2, d_model=64, n_heads=4, d_head=16, d_ff=256)
     c.hparams.update(learning_rate=2e-3, weight_decay=0.1, warmup_steps=100.0)
     c.train.update(steps=2000, chunk_steps=250, batch_size=64)
-    c.sweep.seeds = 2
+    c.sweep.seeds = 4
     c.note = "a small model (d_model 64) for 2,000 steps so the default finishes on a laptop CPU"
     c.calibrate = dict(
         families=families(variant),
@@ -123,18 +126,22 @@ def get_config(arg=None):
         workdirs=(),  # finished workdirs (population or Optuna) whose rows join the table
         search="grid",
         reference="random_labels",
-        nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.99, seed=0),
-        validation=dict(folds=4, families=True, seed=0),
+        nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.95, seed=0),
+        validation=dict(folds=4, seeds=(1, 2, 3), designs=DESIGNS, development=False),
+        design=dict(DESIGN),
     )
     if variant in ("smoke", "hpo_smoke"):
         c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
         c.train.update(steps=40, chunk_steps=20, batch_size=16)
         c.eval.batch_size = 256
+        c.sweep.seeds = 2
         c.calibrate.nuts.update(warmup=100, samples=100, chains=2)
-        c.calibrate.validation.folds = 2
+        c.calibrate.validation.update(folds=2, seeds=(1,))
+        c.calibrate.design.update(grid=3 if variant == "smoke" else 0, rounds=1)
         c.note = "smoke test: tiny models for a few steps, a short NUTS run"
+    elif variant == "domains":
+        c.calibrate.design.grid = 0  # every listed level (the measured cross-domain run, docs/meta-model.md)
     elif variant == "full":
-        c.sweep.seeds = 3
         c.sweep.hparams.learning_rate = (3e-4, 1e-3, 3e-3)
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
         c.train.update(steps=20_000, chunk_steps=1000, batch_size=256)

@@ -1,17 +1,24 @@
-"""Is a task learnable? `python -m jaxcap.predict --posterior D --task F --complexity BITS`.
+"""Is a task learnable? `python -m jaxcap.predict --posterior D --task F (--level V | --complexity B)`.
 
-    python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 5 6 7
-    python -m jaxcap.predict --posterior runs/calibrate --task parity --complexity 8 --arch a1
-    python -m jaxcap.predict --posterior runs/calibrate --task binop:add --complexity 6 --json
+    python -m jaxcap.predict --posterior runs/calibrate --task modulo --level 16 40 97
+    python -m jaxcap.predict --posterior runs/calibrate --task parity --complexity 8 --arch a0
+    python -m jaxcap.predict --posterior runs/calibrate --task parity --level 3 --arch d_model=128 --json
 
-Prints, for each complexity, the probability that a run of the architecture learns a new level
-of family F at that complexity (the posterior predictive mean) with its 50% and 90% credible
-intervals, and the family's learnability boundary b* = C/θ. A family outside the fit is
-predicted from the family population (θ and κ drawn from N(μ, σ) of the fitted families),
-which gives honestly wider intervals; so is an architecture outside the fit (`--arch
-d_model=128,n_heads=8`) from the architecture population. `--arch` takes a label (`a0`), or
-model fields matched against the fitted architectures; without it every fitted architecture
-is shown.
+For each query level of family F: P(learned) by a run of the architecture (the posterior
+predictive mean) with its 50% and 90% credible intervals, and every fitted family's boundary
+b* = C/θ with its interval. A level is a value of the family's level field (`--level`, e.g.
+modulo's modulus) or its difficulty covariate in bits (`--complexity`, the unit of the fit:
+jaxcap/meta/difficulty.py). A level that was fitted uses its fitted level effect; a new one
+draws a fresh effect from its family's level spread; a level the task does not allow (parity
+k = 20 with n = 16) or a complexity outside what the family's task can produce is an error
+naming the range. A family outside the fit is predicted from the family population, labelled
+so, and refused while the fit has fewer than meta_splits.MIN_FAMILIES families.
+
+`--arch` takes a label (`a0`) or model fields matched exactly against the fitted architectures
+(`d_model=64,n_heads=4`): an unknown field is an error; fields that match several fitted
+architectures are an error listing them; fields that match none describe a new architecture
+(the other fields from the fitted ones, which must agree on them), whose C comes from the
+regression of log C on the architecture covariates. Without `--arch` every fitted architecture.
 """
 
 from __future__ import annotations
@@ -22,95 +29,199 @@ import sys
 
 import numpy as np
 
+from jaxcap.meta.cells import arch_covariates
+from jaxcap.meta.difficulty import checked_level_bits
 from jaxcap.meta.fit import Posterior, load_posterior, summarize
-from jaxcap.meta.model import success_probability
+from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability
+from jaxcap.meta.splits import MIN_FAMILIES
 
 
-def resolve_arch(posterior: Posterior, spec: str | None) -> list[tuple[int | None, str]]:
-    """[(index or None for "not in the fit", label)] for an --arch value."""
-    labels = posterior.meta["arch_labels"]
+class QueryError(ValueError):
+    """A query the posterior cannot answer, phrased as one line naming the argument."""
+
+
+def _parse_value(text: str, like):
+    if isinstance(like, bool):
+        if text not in ("True", "False", "true", "false"):
+            raise QueryError(f"got {text!r}; allowed: True or False")
+        return text.lower() == "true"
+    try:
+        return type(like)(text) if like is not None else (None if text == "None" else text)
+    except ValueError:
+        raise QueryError(f"got {text!r}; allowed: a {type(like).__name__}") from None
+
+
+def resolve_arch(posterior: Posterior, spec: str | None) -> list[dict]:
+    """[{"index": fitted index or None, "label", "x": centred covariates of a new one}]."""
+    archs, labels = posterior.meta["archs"], posterior.meta["arch_labels"]
     if not spec:
-        return list(enumerate(labels))
+        return [{"index": a, "label": label} for a, label in enumerate(labels)]
     for a, label in enumerate(labels):
         if spec in (label.split(":")[0], str(a), label):
-            return [(a, label)]
+            return [{"index": a, "label": label}]
     wanted = {}
     for item in filter(None, spec.split(",")):
-        key, eq, value = item.partition("=")
+        key, eq, text = (s.strip() for s in item.partition("="))
         if not eq:
-            raise ValueError(
-                f"--arch: got {spec!r}; allowed: {', '.join(x.split(':')[0] for x in labels)} "
-                "or model fields like d_model=64,n_heads=4"
+            names = ", ".join(x.split(":")[0] for x in labels)
+            raise QueryError(
+                f"--arch: got {spec!r}; allowed: {names} or model fields like d_model=64,n_heads=4"
             )
-        wanted[key.strip()] = value.strip()
-    matches = [
-        a for a, m in enumerate(posterior.meta["archs"]) if all(str(m.get(k)) == v for k, v in wanted.items())
-    ]
+        if key not in archs[0]:
+            raise QueryError(f"--arch: unknown field {key!r}; fields: {', '.join(sorted(archs[0]))}")
+        try:
+            wanted[key] = _parse_value(text, archs[0][key])
+        except QueryError as e:
+            raise QueryError(f"--arch {key}: {e}") from None
+    matches = [a for a, m in enumerate(archs) if all(m[k] == v for k, v in wanted.items())]
     if len(matches) == 1:
-        return [(matches[0], labels[matches[0]])]
-    return [(None, f"{spec} (not in the fit: architecture population prior)")]
+        return [{"index": matches[0], "label": labels[matches[0]]}]
+    if len(matches) > 1:
+        differ = sorted(k for k in archs[0] if len({repr(archs[a][k]) for a in matches}) > 1)
+        raise QueryError(
+            f"--arch {spec}: ambiguous, matches {'; '.join(labels[a] for a in matches)}; "
+            f"add one of the fields that tell them apart: {', '.join(differ)}"
+        )
+    unset = sorted(k for k in archs[0] if k not in wanted and len({repr(m[k]) for m in archs}) > 1)
+    if unset:
+        raise QueryError(
+            f"--arch {spec}: a new architecture, but the fitted ones differ in {', '.join(unset)}; give them"
+        )
+    model = {**archs[0], **wanted}
+    try:
+        x = arch_covariates(model) - np.asarray(posterior.meta["arch_center"])
+    except (ValueError, TypeError) as e:
+        raise QueryError(f"--arch {spec}: not a valid model ({e})") from None
+    n = len(archs)
+    note = "one fitted architecture: the regression slopes are their priors" if n == 1 else f"{n} fitted"
+    label = f"new architecture {spec} (log C from the covariate regression; {note})"
+    return [{"index": None, "label": label, "x": x.tolist()}]
 
 
-def predict(posterior: Posterior, family: str, bits: list[float], arch: int | None, seed: int = 0) -> dict:
-    """P(success) summaries per complexity and the boundary, for one architecture and family."""
+def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: list[float]) -> list[dict]:
+    """Query points [{"bits", "level": fitted level index or None, "label"}] of one family."""
+    meta, f = posterior.meta, posterior.family_index(family)
+    info = meta["family_info"][f] if f is not None else None
+    levels = [(i, lv) for i, lv in enumerate(meta["levels"]) if lv["family"] == f]
+    points = []
+    for text in values:
+        if info is None or info["field"] is None:
+            raise QueryError(
+                f"--level: {family} is not a fitted family with one level field; use --complexity"
+            )
+        field = info["field"]
+        like = levels[0][1]["fields"][field]
+        value = _parse_value(text, like)
+        try:
+            b = checked_level_bits(family, info["fixed"], field, value)
+        except ValueError as e:
+            raise QueryError(f"--level {field}={text}: {e}") from None
+        seen = [i for i, lv in levels if lv["fields"][field] == value]
+        points.append({"bits": b, "level": seen[0] if seen else None, "label": f"{field}={value}"})
+    for b in bits:
+        rng = info["bits_range"] if info else None
+        if rng and not rng[0] * (1 - 1e-9) <= b <= rng[1] * (1 + 1e-9):
+            raise QueryError(
+                f"--complexity {b:g}: outside what {family} can be with its fixed fields "
+                f"({info['field']} in [{info['values_range'][0]}, {info['values_range'][1]}]): "
+                f"allowed: {rng[0]:.4g} to {rng[1]:.4g} bits"
+            )
+        seen = [i for i, lv in levels if np.isclose(lv["bits"], b, rtol=1e-9)]
+        label = meta["levels"][seen[0]]["label"] if len(seen) == 1 else f"{b:g} bits"
+        points.append({"bits": b, "level": seen[0] if len(seen) == 1 else None, "label": label})
+    return points
+
+
+def check_family(posterior: Posterior, family: str) -> None:
+    """A family outside the fit is refused while the fit has too few families to say anything."""
+    fitted = posterior.meta["families"]
+    if family not in fitted and len(fitted) < MIN_FAMILIES:
+        raise QueryError(
+            f"--task {family}: not a fitted family ({', '.join(fitted)}); a new family is predicted "
+            f"from the family population, which needs >= {MIN_FAMILIES} fitted families (this fit "
+            f"has {len(fitted)})"
+        )
+
+
+def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, seed: int = 0) -> dict:
+    """P(learned) per point and every family's boundary, for one architecture and family."""
+    check_family(posterior, family)
     rng = np.random.default_rng(seed)
+    d, meta = posterior.draws, posterior.meta
     f = posterior.family_index(family)
-    p = success_probability(posterior.draws, np.log(bits), rng, arch=arch, family=f)
-    d = posterior.draws
-    n = d["mu_log_C"].shape[0]
-    log_c = (
-        d["log_C"][:, arch] if arch is not None else d["mu_log_C"] + d["sigma_log_C"] * rng.standard_normal(n)
+    bits = np.array([pt["bits"] for pt in points])
+    levels = [pt["level"] for pt in points]
+    p = success_probability(
+        d, np.log(bits), rng, arch=arch["index"], family=f, levels=levels, arch_x=arch.get("x")
     )
-    if f is not None:
-        log_theta = d["log_theta"][:, f]
+    if arch["index"] is not None:
+        bstar = boundary_bits(d)[:, arch["index"], :]
     else:
-        log_theta = d["mu_log_theta"] + d["sigma_log_theta"] * rng.standard_normal(n)
+        log_c = new_arch_log_c(d, np.asarray(arch["x"]), len(meta["archs"]), rng)
+        bstar = np.exp(log_c[:, None] - d["log_theta"])
     return {
+        "arch": arch["label"],
         "family": family,
-        "in_fit": f is not None,
-        "points": [{"bits": b, "p": float(p[:, i].mean()), **summarize(p[:, i])} for i, b in enumerate(bits)],
-        "boundary_bits": summarize(np.exp(log_c - log_theta)),
+        "family_in_fit": f is not None,
+        "points": [
+            {
+                "bits": pt["bits"],
+                "level": pt["label"],
+                "seen_level": pt["level"] is not None,
+                "p": float(p[:, i].mean()),
+                **summarize(p[:, i]),
+            }
+            for i, pt in enumerate(points)
+        ],
+        "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta["families"])},
     }
+
+
+def _print(posterior: Posterior, results: list[dict]) -> None:
+    meta = posterior.meta
+    ref = meta["families"][meta["reference"]]
+    print(f"families {', '.join(meta['families'])} (θ_{ref} = 1, C in bits of {ref})")
+    for r in results:
+        where = "in the fit" if r["family_in_fit"] else "NOT in the fit: predicted from the family population"
+        print(f"{r['arch']} | task {r['family']} ({where})")
+        for pt in r["points"]:
+            kind = "fitted level" if pt["seen_level"] else "new level"
+            print(
+                f"  {pt['level']} ({pt['bits']:.4g} bits, {kind}): P(learned) = {pt['p']:.3f}  "
+                f"(50%: {pt['lo50']:.3f}-{pt['hi50']:.3f}, 90%: {pt['lo90']:.3f}-{pt['hi90']:.3f})"
+            )
+        for name, b in r["boundaries"].items():
+            print(f"  boundary b* {name}: {b['median']:.4g} bits (90%: {b['lo90']:.4g}-{b['hi90']:.4g})")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jaxcap.predict", description=__doc__.splitlines()[0])
     parser.add_argument("--posterior", required=True, help="a calibrate workdir or its posterior.nc")
     parser.add_argument("--task", required=True, help="task family, e.g. modulo or binop:add")
-    parser.add_argument("--complexity", required=True, type=float, nargs="+", help="complexity in bits")
+    parser.add_argument("--level", nargs="+", default=[], help="values of the family's level field")
+    parser.add_argument("--complexity", type=float, nargs="+", default=[], help="difficulty covariate, bits")
     parser.add_argument("--arch", default=None, help="a0, a1, ... or model fields d_model=64,n_heads=4")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
+    if not args.level and not args.complexity:
+        parser.error("give --level or --complexity")
     if any(b <= 0 for b in args.complexity):
         parser.error("--complexity: allowed: bits > 0")
     try:
         posterior = load_posterior(args.posterior)
-        archs = resolve_arch(posterior, args.arch)
-    except (OSError, ValueError) as e:
+        check_family(posterior, args.task)
+        points = resolve_levels(posterior, args.task, args.level, args.complexity)
+        results = [
+            predict(posterior, args.task, points, a, args.seed) for a in resolve_arch(posterior, args.arch)
+        ]
+    except (OSError, QueryError) as e:
         print(f"predict: {e}", file=sys.stderr)
         return 2
-    results = [
-        {"arch": label, **predict(posterior, args.task, args.complexity, a, args.seed)} for a, label in archs
-    ]
     if args.json:
         print(json.dumps(results, indent=1))
-        return 0
-    meta = posterior.meta
-    ref = meta["families"][meta["reference"]]
-    print(f"posterior {args.posterior}: families {', '.join(meta['families'])} (θ_{ref} = 1)")
-    for r in results:
-        where = "in the fit" if r["in_fit"] else "not in the fit: family population prior, wider intervals"
-        b = r["boundary_bits"]
-        print(
-            f"{r['arch']} | task {r['family']} ({where}); "
-            f"boundary b* = {b['median']:.3g} bits (90%: {b['lo90']:.3g}-{b['hi90']:.3g})"
-        )
-        for pt in r["points"]:
-            print(
-                f"  {pt['bits']:g} bits: P(learned) = {pt['p']:.3f}  "
-                f"(50%: {pt['lo50']:.3f}-{pt['hi50']:.3f}, 90%: {pt['lo90']:.3f}-{pt['hi90']:.3f})"
-            )
+    else:
+        _print(posterior, results)
     return 0
 
 

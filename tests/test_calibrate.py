@@ -38,48 +38,47 @@ def test_smoke_end_to_end_then_resumed(tmp_path):
         "report/report.md",
         "report/calibration.png",
         "report/success_vs_complexity.png",
+        "report/monotone.png",
         "report/capacity.png",
         "report/heldout.png",
-        "families/modulo/members.jsonl",
-        "families/random_labels/members.jsonl",
+        "families/modulo/grid/members.jsonl",
+        "families/random_labels/grid/members.jsonl",
     ):
         assert (tmp_path / name).exists(), name
     table = meta_data.read_table(tmp_path / "table.json")
-    assert table.families == ["modulo", "random_labels"] and len(table.levels) == 7
-    assert len(table.rows) == 14 and len(table.archs) == 1  # 7 levels x 2 seeds, real members.jsonl rows
+    assert table.families == ["modulo", "random_labels"] and len(table.archs) == 1
+    grid = [lv for lv in table.levels if lv["design"] == "grid"]
+    assert len(grid) == 6  # 3 spanning levels per family; bisection adds levels only where success flips
+    bisected = "bisection round 1 adds" in out.stdout
+    assert bisected == any(lv["design"] == "boundary" for lv in table.levels)
+    assert len(table.rows) == 2 * len(table.levels)  # real members.jsonl rows, 2 seeds a level
     posterior = meta_fit.load_posterior(tmp_path)
     assert posterior.meta["families"][posterior.meta["reference"]] == "random_labels"
     valid = json.loads((tmp_path / "validation.json").read_text())
-    assert set(valid["scores"]) == {"levels", "families"}
-    assert valid["scores"]["levels"]["n_rows"] == 14
+    assert {"levels", "top"} <= set(valid["scores"]) and valid["settings"]["seeds"] == [1]
+    # 2 families, 1 architecture: leave-one-out of either is refused, with the reason
+    assert set(valid["refused"]) == {"families modulo", "families random_labels", "archs all"}
     report = (tmp_path / "report" / "report.md").read_text()
     assert "memorization-equivalent bits" in report and "| levels" in report
+    assert "Where the meta-model loses to a baseline" in report and "is success monotone" in report
 
-    stamp = (tmp_path / "posterior.nc").stat().st_mtime_ns
+    fitted = [(tmp_path / name).stat().st_mtime_ns for name in ("posterior.nc", "validation.json")]
     again = launch("--workdir", str(tmp_path))
-    assert again.stdout.count("already holds this run's results") == 2
-    assert (tmp_path / "posterior.nc").stat().st_mtime_ns == stamp  # not refitted
+    passes = out.stdout.count("== family pass")  # a grid pass per family, then bisection passes
+    assert passes >= 2 and again.stdout.count("already holds this run's results") == passes
+    refitted = [(tmp_path / name).stat().st_mtime_ns for name in ("posterior.nc", "validation.json")]
+    assert refitted == fitted  # neither the fit nor the validation is redone
 
-    pred = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jaxcap.predict",
-            "--posterior",
-            str(tmp_path),
-            "--task",
-            "parity",
-            "--complexity",
-            "3",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
-    result = json.loads(pred.stdout)
-    assert pred.returncode == 0 and result[0]["in_fit"] is False and 0 <= result[0]["points"][0]["p"] <= 1
+    def predict(*args):
+        cmd = [sys.executable, "-m", "jaxcap.predict", "--posterior", str(tmp_path), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+
+    pred = predict("--task", "modulo", "--level", "5", "7", "--json")
+    assert pred.returncode == 0, pred.stderr
+    points = json.loads(pred.stdout)[0]["points"]
+    assert [p["seen_level"] for p in points] == [True, False] and 0 <= points[1]["p"] <= 1
+    refused = predict("--task", "parity", "--complexity", "3")  # 2 fitted families: too few
+    assert refused.returncode == 2 and "needs >= 4 fitted families" in refused.stderr
 
 
 @pytest.mark.slow
@@ -109,6 +108,10 @@ def test_optuna_search_feeds_best_trials_to_the_fit(tmp_path):
         ("--config.calibrate.nuts.chains=0", "config.calibrate.nuts.chains: got 0"),
         ("--config.calibrate.search=optuna", "config.study: missing; config.calibrate.search='optuna'"),
         ("--config.calibrate.search=bayes", "config.calibrate.search: got 'bayes'; allowed: grid, optuna"),
+        (
+            "--config.calibrate.validation.seeds=(0,1)",
+            "config.calibrate.validation.seeds[0]: got 0; allowed: >= 1",
+        ),
     ],
 )
 def test_bad_calibrate_config_is_one_line(tmp_path, override, message):

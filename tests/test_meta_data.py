@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 
+from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import simulate as meta_simulate
+from jaxcap.meta.model import PRIOR
 
 
 def member(**overrides):
@@ -67,6 +69,9 @@ def test_pruned_dropped_diverged_is_a_failure_and_levels_merge_across_head_sizes
     assert len(table.rows) == 3 and len(table.levels) == 2 and table.families == ["modulo"]
     assert [r["success"] for r in table.rows if r["level"] == 0] == [True, False]
     assert [lv["label"] for lv in table.levels] == ["modulus=10", "modulus=20"]
+    # nominal bits stay next to the model's covariate (modulo: the lookup table, 10 x 2 x log2 20)
+    assert [lv["complexity_bits"] for lv in table.levels] == [np.log2(10), np.log2(20)]
+    assert table.levels[1]["covariate"] == "lookup_bits" and table.levels[1]["bits"] == 20 * np.log2(20)
 
 
 def test_families_and_architectures():
@@ -84,20 +89,39 @@ def test_families_and_architectures():
     assert b["attention_bits"] == 4 * 8 * 32 and b["param_bits"] == b["body_params"] * 32
 
 
-def test_cells_count_runs_and_held_out_levels_get_no_trials():
+def test_cells_count_runs_and_held_out_cells_get_no_trials():
     rows, _ = meta_simulate.simulate_rows(meta_simulate.default_truth(), 3, np.random.default_rng(1))
     table = meta_data.build_table(rows)
-    data, obs = meta_data.cell_data(table, reference=0)
-    assert data["trials"].shape == (1, 2 * 4 * 8) and np.all(data["trials"] == 3)
+    data, obs = meta_cells.cell_data(table, reference=0)
+    assert data["trials"].shape == (2 * 4 * 8,) and np.all(data["trials"] == 3)
     assert obs.sum() == sum(r["success"] for r in table.rows)
-    held = np.zeros(len(table.levels), bool)
-    held[[0, 5]] = True
-    data2, obs2 = meta_data.cell_data(table, reference=1, held_out=held)
-    out = np.isin(data2["cell_level"], [0, 5])
-    assert np.all(data2["trials"][0][out] == 0) and np.all(obs2[0][out] == 0)
-    assert np.all(data2["trials"][0][~out] == 3) and data2["reference"].tolist() == [1]
-    stacked, obs3 = meta_data.stack_folds([(data, obs), (data2, obs2)])
+    assert data["family_fitted"].all() and data["arch_fitted"].all() and bool(data["arch_saturated"])
+    ref_bits = [lv["bits"] for lv in table.levels if lv["family"] == 0]
+    assert data["log_C_center"] == np.mean(np.log(ref_bits))  # μ_C's prior: the reference's levels
+    held = np.isin(data["cell_level"], [0, 5]) | (data["cell_family"] == 3)
+    data2, obs2 = meta_cells.cell_data(table, reference=1, held=held)
+    assert np.all(data2["trials"][held] == 0) and np.all(obs2[held] == 0)
+    assert np.all(data2["trials"][~held] == 3) and int(data2["reference"]) == 1
+    assert data2["family_fitted"].tolist() == [True, True, True, False]
+    stacked, obs3 = meta_cells.stack_folds([(data, obs), (data2, obs2)])
     assert stacked["trials"].shape == (2, 64) and obs3.shape == (2, 64)
+    assert stacked["cell_level"].shape == (64,)  # shared, not stacked
+
+
+def test_architecture_covariates_are_centred_and_rotated():
+    rows, _ = meta_simulate.simulate_rows(
+        meta_simulate.default_truth(n_levels=2), 1, np.random.default_rng(1)
+    )
+    table = meta_data.build_table(rows)
+    design = meta_cells.arch_design(table)
+    x, rot = design["arch_x"], design["arch_rot"]
+    np.testing.assert_allclose(x.sum(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(rot.T @ rot, np.eye(4), atol=1e-12)
+    # only the first rotated direction separates the two architectures (in prior units)
+    scaled = x * np.array(PRIOR["beta_scale"])
+    np.testing.assert_allclose((scaled @ rot)[:, 1:], 0, atol=1e-12)
+    only_one = meta_cells.arch_design(table, np.array([True, False]))
+    assert bool(only_one["arch_saturated"]) and np.allclose(only_one["arch_x"][0], 0)
 
 
 def test_workdirs_prefer_best_trials_and_table_round_trips(tmp_path):

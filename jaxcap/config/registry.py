@@ -44,13 +44,13 @@ EXPERIMENTS: dict[str, Experiment] = {
     "calibrate": Experiment(  # the meta-model pipeline
         f"{_CALIBRATE}:calibrate_experiment",
         f"{_CALIBRATE}:calibrate_report",
-        (("calibrate", f"{_CALIBRATE}:SCHEMA"),),
+        (("calibrate", "jaxcap.experiments.calibrate.config:SCHEMA"),),
         setup=f"{_CALIBRATE}:setup",
     ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
         "jaxcap.experiments.enhance.run:enhance_experiment",
         "jaxcap.experiments.enhance.run:enhance_report",
-        (("calibrate", f"{_CALIBRATE}:SCHEMA"),),
+        (("calibrate", "jaxcap.experiments.calibrate.config:SCHEMA"),),
         setup=f"{_CALIBRATE}:setup",
     ),
 }

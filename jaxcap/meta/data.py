@@ -24,8 +24,7 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
-
+from jaxcap.meta.difficulty import covariate
 from jaxcap.models import ModelConfig, param_count
 from jaxcap.models.config import MODEL_FIELDS, PRECISION_BITS
 from jaxcap.results import outcomes
@@ -88,7 +87,7 @@ class Table:
     rows: list[dict]  # arch, family, level (ints), seed, success, complexity_bits, value, ...
     archs: list[dict]  # the model fields of each architecture
     families: list[str]
-    levels: list[dict]  # family (int), complexity_bits, fields (task), label
+    levels: list[dict]  # family (int), complexity_bits (nominal), bits + covariate, fields, label
 
     @property
     def fingerprint(self) -> str:
@@ -106,23 +105,31 @@ class Table:
         """The capacity issue's budgets: heads x d_head x precision, and parameters x precision
         (parameters of the body: embedding and head depend on the task and are left out)."""
         m = self.archs[a]
-        bits = m.get("qat_bits") or PRECISION_BITS[m["param_dtype"]]  # k-bit QAT stores k bits
-        body = ModelConfig(vocab_size=0, seq_len=0, n_outputs=0, **m)
+        bits, body = arch_precision_bits(m), arch_body_params(m)
         totals = [r["n_params"] for r in self.rows if r["arch"] == a]
         return {
             "attention_bits": m["n_heads"] * m["d_head"] * bits,
-            "body_params": param_count(body),
-            "param_bits": param_count(body) * bits,
+            "body_params": body,
+            "param_bits": body * bits,
             "n_params_range": (min(totals), max(totals)) if totals else None,
         }
+
+
+def arch_precision_bits(m: dict) -> int:
+    return m.get("qat_bits") or PRECISION_BITS[m["param_dtype"]]  # k-bit QAT stores k bits
+
+
+def arch_body_params(m: dict) -> int:
+    return param_count(ModelConfig(vocab_size=0, seq_len=0, n_outputs=0, **m))
 
 
 _SHOWN = ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "param_dtype")
 
 
 def build_table(rows: list[dict]) -> Table:
-    """Code the kept rows; levels with complexity <= 0 cannot enter a log-scale model (dropped)."""
-    rows = [r for r in best_setting_rows(rows) if r["complexity_bits"] and r["complexity_bits"] > 0]
+    """Code the kept rows (the best setting per level: `best_setting_rows`, called here only);
+    levels with complexity <= 0 cannot enter a log-scale model (dropped)."""
+    rows = [r for r in best_setting_rows(rows) if r["complexity_bits"] and covariate(r)[1] > 0]
     archs: dict[str, int] = {}
     families: dict[str, int] = {}
     levels: dict[tuple, int] = {}
@@ -135,7 +142,16 @@ def build_table(rows: list[dict]) -> Table:
         lk = (f, _key(fields))
         if lk not in levels:
             levels[lk] = len(levels)
-            level_info.append({"family": f, "complexity_bits": float(r["complexity_bits"]), "fields": fields})
+            name, bits = covariate(r)
+            level_info.append(
+                {
+                    "family": f,
+                    "complexity_bits": float(r["complexity_bits"]),
+                    "bits": bits,  # the model's difficulty covariate (jaxcap/meta/difficulty.py)
+                    "covariate": name,
+                    "fields": fields,
+                }
+            )
         out.append(
             {
                 "arch": a,
@@ -181,45 +197,3 @@ def save_table(table: Table, path: str | Path) -> Path:
 
 def read_table(path: str | Path) -> Table:
     return Table(**json.loads(Path(path).read_text()))
-
-
-def cell_data(table: Table, reference: int, held_out: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
-    """The model's inputs for one fit (K = 1): one cell per (arch, family, level).
-
-    Cells whose level is in `held_out` (a boolean mask over levels) enter with 0 trials, so
-    they do not inform the fit but keep every array the same shape across folds.
-    """
-    counts: dict[tuple[int, int, int], list[int]] = {}
-    for r in table.rows:
-        c = counts.setdefault((r["arch"], r["family"], r["level"]), [0, 0])
-        c[0] += 1
-        c[1] += int(r["success"])
-    keys = sorted(counts)
-    cells = np.array(keys, np.int32).reshape(-1, 3)
-    trials = np.array([counts[k][0] for k in keys], np.float64)
-    successes = np.array([counts[k][1] for k in keys], np.float64)
-    if held_out is not None:
-        keep = ~held_out[cells[:, 2]]
-        trials, successes = trials * keep, successes * keep
-    bits = np.array([table.levels[lv]["complexity_bits"] for lv in cells[:, 2]])
-    data = {
-        "cell_arch": cells[:, 0],
-        "cell_family": cells[:, 1],
-        "cell_level": cells[:, 2],
-        "log_bits": np.log(bits),
-        "trials": trials[None, :],
-        "arch_index": np.arange(len(table.archs)),
-        "family_index": np.arange(len(table.families)),
-        "level_family": np.array([lv["family"] for lv in table.levels], np.int32),
-        "reference": np.array([reference], np.int32),
-        "log_bits_center": np.float64(np.mean(np.log(bits))),
-    }
-    return data, successes[None, :]
-
-
-def stack_folds(parts: list[tuple[dict, np.ndarray]]) -> tuple[dict, np.ndarray]:
-    """K single-fold inputs of one table -> one K-fold input (the model fits them jointly)."""
-    data = dict(parts[0][0])
-    data["trials"] = np.concatenate([d["trials"] for d, _ in parts])
-    data["reference"] = np.concatenate([d["reference"] for d, _ in parts])
-    return data, np.concatenate([obs for _, obs in parts])

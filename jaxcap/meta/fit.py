@@ -4,7 +4,10 @@
 `meta_data.Table` in float64 (inside `jax.enable_x64`, so population training stays float32)
 and returns a `Posterior`. Chains run in parallel over CPU host devices when the process has
 enough of them (`reserve_chain_devices`, which must run before JAX initialises: it changes the
-device count of the whole process), otherwise one after another. Diagnostics: split R-hat and
+device count of the whole process), otherwise one after another. The K fits of a validation
+share one sampler compiled with the data as arguments (`jit_model_args`): one compile for all.
+(A vmapped NUTS over folds x chains was tried: on CPU it ran ~7x slower per leapfrog step and
+took minutes to compile: batched while-loops select over the whole tree state.) Diagnostics: split R-hat and
 effective sample size (Vehtari et al. 2021, arXiv:1903.08008) of every sampled and derived site,
 and the number of divergent transitions; `warnings` names what is bad.
 
@@ -21,6 +24,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -29,16 +33,19 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS
 
 from jaxcap.meta import model as metamodel
-from jaxcap.meta.data import Table, cell_data
+from jaxcap.meta.cells import FOLD_KEYS, arch_design, cell_data, choose_reference, stack_folds
+from jaxcap.meta.data import Table
+from jaxcap.meta.difficulty import family_info
 
 SITES = {  # saved sites and their dims beyond (chain, draw)
     "mu_log_C": (),
     "sigma_log_C": (),
+    "beta": ("covariate",),
     "mu_log_theta": (),
     "sigma_log_theta": (),
     "mu_log_kappa": (),
     "sigma_log_kappa": (),
-    "sigma_level": (),
+    "sigma_level": ("family",),
     "log_C": ("arch",),
     "log_theta": ("family",),
     "kappa": ("family",),
@@ -52,7 +59,7 @@ class NutsSettings:
     warmup: int = 500
     samples: int = 500
     chains: int = 4
-    target_accept: float = 0.99  # see jaxcap.meta.model: fewer divergences on real tables
+    target_accept: float = 0.95
     seed: int = 0
 
 
@@ -78,48 +85,56 @@ def reserve_chain_devices(chains: int) -> bool:
 
 
 def chain_method(chains: int) -> str:
-    if jax.default_backend() != "cpu":
-        return "vectorized"  # one accelerator: chains as a batch
     return "parallel" if jax.local_device_count() >= chains else "sequential"
 
 
-REFERENCE_FAMILIES = ("random_labels", "random_tokens")  # memorization: complexity = stored bits
-
-
-def choose_reference(families: list[str], preferred: str = "") -> int:
-    """The family with θ = 1: `preferred` if fitted, else random-data memorization (C is then in
-    memorization-equivalent bits), else the first family of the table (named in the report)."""
-    for name in (preferred, *REFERENCE_FAMILIES):
-        if name and name in families:
-            return families.index(name)
-    return 0
-
-
-def _sampler(settings: NutsSettings, method: str) -> MCMC:
+def _sampler(settings: NutsSettings) -> MCMC:
+    """One MCMC object for every fit of a table: `jit_model_args` compiles the sampler once as a
+    function of the data, so the folds of a validation (same shapes) reuse that compile."""
     return MCMC(
         NUTS(metamodel.model, target_accept_prob=settings.target_accept),
         num_warmup=settings.warmup,
         num_samples=settings.samples,
         num_chains=settings.chains,
-        chain_method=method,
+        chain_method="parallel" if jax.local_device_count() >= settings.chains else "sequential",
         progress_bar=False,
+        jit_model_args=True,
     )
 
 
-def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> tuple[dict, np.ndarray, float]:
-    """NUTS on K stacked fits: ({site: [chains, draws, K, ...]}, diverging [chains, draws], seconds)."""
+class NutsRun(NamedTuple):
+    draws: dict[str, np.ndarray]  # site -> [chains, draws, K, ...]
+    diverging: np.ndarray  # [chains, draws, K]
+    steps: np.ndarray  # leapfrog steps per draw [chains, draws, K]
+    seconds: float
+
+
+def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsRun:
+    """NUTS on K fits of one table (FOLD_KEYS stacked on a leading axis, see
+    meta_cells.stack_folds), one after another with one compiled sampler; chains in parallel
+    over the CPU host devices when the process has one per chain (`reserve_chain_devices`)."""
     start = time.time()
+    values: dict[str, list] = {k: [] for k in SITES}
+    diverging, steps = [], []
     with jax.enable_x64(True):
-        mcmc = _sampler(settings, chain_method(settings.chains))
-        data = jax.tree.map(np.asarray, data)
-        mcmc.run(jax.random.key(settings.seed), data, obs=np.asarray(successes), extra_fields=("diverging",))
-        samples = mcmc.get_samples(group_by_chain=True)
-        draws = {}
-        for k, dims in SITES.items():
-            x = np.asarray(samples[k], np.float64)
-            draws[k] = x[..., 0] if not dims else x  # hyperparameters are [chains, draws, K, 1]
-        diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
-    return draws, diverging, time.time() - start
+        mcmc = _sampler(settings)
+        for k in range(successes.shape[0]):
+            fold = {name: np.asarray(v[k] if name in FOLD_KEYS else v) for name, v in data.items()}
+            key = jax.random.fold_in(jax.random.key(settings.seed), k)
+            obs = np.asarray(successes[k], np.float64)
+            mcmc.run(key, fold, obs=obs, extra_fields=("diverging", "num_steps"))
+            samples = mcmc.get_samples(group_by_chain=True)
+            for name in SITES:
+                values[name].append(np.asarray(samples[name], np.float64))
+            extra = mcmc.get_extra_fields(group_by_chain=True)
+            diverging.append(np.asarray(extra["diverging"]))
+            steps.append(np.asarray(extra["num_steps"]))
+    return NutsRun(
+        {name: np.stack(v, axis=2) for name, v in values.items()},
+        np.stack(diverging, axis=2),
+        np.stack(steps, axis=2),
+        time.time() - start,
+    )
 
 
 def fold_draws(draws: dict[str, np.ndarray], k: int) -> dict[str, np.ndarray]:
@@ -165,25 +180,39 @@ def diagnose(draws: dict[str, np.ndarray], diverging: np.ndarray) -> dict:
     }
 
 
-def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Posterior, dict]:
-    """Fit on every cell of `table`; returns the posterior and the by-chain arrays to save."""
-    ref = choose_reference(table.families, reference)
-    data, successes = cell_data(table, ref)
-    draws, diverging, seconds = run_nuts(data, successes, settings)
-    draws = fold_draws(draws, 0)
-    diag = diagnose(draws, diverging)
-    meta = {
+def table_meta(table: Table, reference: int) -> dict:
+    """What a posterior needs to know about its table: labels, budgets, the families' tasks and
+    ranges (jaxcap.predict), the levels, the reference and the architectures' covariate centre."""
+    return {
         "archs": table.archs,
         "arch_labels": [table.arch_label(a) for a in range(len(table.archs))],
         "budgets": [table.budgets(a) for a in range(len(table.archs))],
         "families": table.families,
+        "family_info": [
+            family_info(name, [lv["fields"] for lv in table.levels if lv["family"] == f])
+            for f, name in enumerate(table.families)
+        ],
         "levels": table.levels,
-        "reference": ref,
+        "reference": reference,
+        "arch_covariates": list(metamodel.ARCH_COVARIATES),
+        "arch_center": arch_design(table)["center"].tolist(),  # a new architecture is centred on it
         "fingerprint": table.fingerprint,
-        "nuts": {**dataclasses.asdict(settings), "chain_method": chain_method(settings.chains)},
-        "seconds": seconds,
-        "diagnostics": diag,
         "n_rows": len(table.rows),
+    }
+
+
+def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Posterior, dict]:
+    """Fit on every cell of `table`; returns the posterior and the by-chain arrays to save."""
+    ref = choose_reference(table.families, reference)
+    data, successes = cell_data(table, ref)
+    run = run_nuts(*stack_folds([(data, successes)]), settings)
+    draws, diverging = fold_draws(run.draws, 0), run.diverging[:, :, 0]
+    diag = {**diagnose(draws, diverging), "mean_steps": float(run.steps.mean())}
+    meta = {
+        **table_meta(table, ref),
+        "nuts": {**dataclasses.asdict(settings), "chain_method": chain_method(settings.chains)},
+        "seconds": run.seconds,
+        "diagnostics": diag,
     }
     by_chain = {"draws": draws, "diverging": diverging, "data": data, "obs": successes}
     return Posterior(flatten(draws), meta), by_chain
@@ -194,6 +223,7 @@ def _coords(meta: dict) -> dict:
         "arch": meta["arch_labels"],
         "family": meta["families"],
         "level": [f"{meta['families'][lv['family']]} {lv['label']}" for lv in meta["levels"]],
+        "covariate": meta["arch_covariates"],
     }
 
 
@@ -206,17 +236,20 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
     base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
     post = xr.Dataset(
         {k: (("chain", "draw", *SITES[k]), v) for k, v in draws.items()},
-        coords={**base, **{d: coords[d] for d in ("arch", "family", "level")}},
+        coords={**base, **{d: coords[d] for d in ("arch", "family", "level", "covariate")}},
         attrs={"jaxcap": json.dumps(posterior.meta), "inference_library": "numpyro"},
     )
     stats = xr.Dataset({"diverging": (("chain", "draw"), by_chain["diverging"])}, coords=base)
-    observed = xr.Dataset({"successes": (("cell",), by_chain["obs"][0])})
-    dims = {"arch_index": ("arch",), "family_index": ("family",), "level_family": ("level",)}
-    data = {
-        **by_chain["data"],
-        "trials": by_chain["data"]["trials"][0],
-        "reference": by_chain["data"]["reference"][0],
+    observed = xr.Dataset({"successes": (("cell",), by_chain["obs"])})
+    dims = {
+        "arch_x": ("arch", "covariate"),
+        "arch_rot": ("covariate", "basis"),
+        "arch_fitted": ("arch",),
+        "family_index": ("family",),
+        "family_fitted": ("family",),
+        "level_family": ("level",),
     }
+    data = by_chain["data"]
     constant = xr.Dataset(
         {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()}
     )

@@ -1,36 +1,50 @@
 """The capacity meta-model: a hierarchical logistic model of "did this run learn the task?".
 
 A cell is one (architecture a, task family f, difficulty level l) with `trials` runs (seeds)
-of which `successes` reached the family's success threshold. With b_l the level's complexity
-in bits,
+of which `successes` reached the family's success threshold. With b_l the level's difficulty
+covariate in bits (monotone in difficulty within the family: jaxcap/meta/difficulty.py),
 
     logit P(success) = κ_f · (log C_a − log θ_f − δ_l − log b_l)
 
 so an architecture of effective capacity C_a (bits) learns a typical level of family f with
 probability 1/2 at the learnability boundary b* = C_a / θ_f; θ_f is the family's difficulty
-per bit, κ_f how sharp the transition is, and δ_l ~ N(0, σ_level) a level effect in log-bits:
-a level may be harder or easier than its bit count says (x mod 16 needs every digit of x,
-x mod 20 only the last two). This is a two-parameter item-response model (Birnbaum 1968;
-Lord 1980) on a log scale with random item effects (De Boeck & Wilson 2004), with partial
-pooling of θ_f, κ_f across families and C_a across architectures (Gelman & Hill 2007,
-ch. 12-14). (A level effect added to the logit instead was tried on a real calibrate table:
-worse held-out Brier, 0.162 vs 0.148, and more divergences in the fold fits.)
+per bit, κ_f how sharp the transition is, and δ_l ~ N(0, σ_f) a level effect in log-bits with
+a spread σ_f of its own family (one irregular family does not widen every other family's
+intervals). This is a two-parameter item-response model (Birnbaum 1968; Lord 1980) on a log
+scale with random item effects (De Boeck & Wilson 2004) and partial pooling of θ_f, κ_f across
+families (Gelman & Hill 2007, ch. 12-14).
 
-Parameterization (Papaspiliopoulos et al. 2007; Betancourt & Girolami 2013, arXiv:1312.0906):
-C_a, κ_f and δ_l are non-centred — a fit has one to a few architectures, so σ_C is barely
-identified and the centred form is a funnel in (μ_C, σ_C) (on the real table: 17 divergent
-transitions of 2,000 centred, 8 non-centred); the level effects are many and weakly informed.
-log θ_f is centred: the families' θ differ by orders of magnitude (complexity is defined per
-family) and each is pinned by all of its cells, the case in which the centred form samples
-better (simulated data: half the leapfrog steps per draw). NUTS (Hoffman & Gelman 2011,
-arXiv:1111.4246) runs with target acceptance 0.99 (2 divergences on the real table).
+Architectures: log C_a = μ_C + β · (x_a − x̄) + σ_C ε_a, a regression on the architecture's
+covariates x (log body parameters, layers, log H·d_head, log precision bits; x̄ their mean over
+the fitted architectures), so an architecture outside the fit gets a C that rests on the fitted
+ones, not on a prior draw. The residuals ε of the fitted architectures sum to zero, so μ_C is
+their mean log C, which the data pin (with one or two architectures the free-mean form is a
+ridge between μ_C, σ_C and the residuals: 4x the leapfrog steps on simulated data); a new
+architecture's residual then has variance σ_C²(1 + 1/A). While the covariates fit the A
+architectures exactly (A <= 1 + the rank of their differences: one architecture, or two that
+differ in size) the residuals are not identified, the fit has none (`arch_saturated`), and a
+new architecture's residual spread is σ_C's prior (sampling both is a curved ridge: 2x the
+leapfrog steps). β is sampled in a rotated basis whose
+first coordinates are the directions in which the fitted architectures differ (the others do
+not touch the likelihood and stay independent standard normals). β's prior says capacity grows
+about in proportion to parameters (slope 1 on log parameters: ~2 bits/parameter at any size,
+Allen-Zhu & Li 2024, arXiv:2404.05405; Morris et al. 2025, arXiv:2505.24832); the other slopes
+are centred on 0.
+With one architecture β and σ_C are their priors, and predict says so.
 
 Scale: only log C_a − log θ_f is identified, so the reference family `data["reference"]` has
-θ = 1 by definition; C is then in that family's bits ("memorization-equivalent bits" when the
-reference is random-data memorization). The reference θ also counts as one draw from the family
-population, so a family outside the fit is predicted from N(μ_θ, σ_θ) with everything the fitted
-families say about it (the reference's own free draw is then unused: it only follows its prior).
-Sizes come from array shapes; held-out cells enter with trials = 0.
+θ = 1 by definition (C in that family's bits: "memorization-equivalent bits" for random-label
+memorization), and μ_C's prior is centred on the reference family's own levels (the design puts
+them around its boundary), not on every family's mixed units. The reference θ also counts as
+one draw from the family population, so a family outside the fit is predicted from N(μ_θ, σ_θ)
+with everything the fitted families say about it.
+
+Parameterization (Papaspiliopoulos et al. 2007; Betancourt & Girolami 2013, arXiv:1312.0906):
+C_a, κ_f and δ_l are non-centred (few architectures, many weakly informed levels: funnels in
+the centred form); a fitted family's θ_f is centred, through its boundary (see `model`). On
+simulated data with 2,000 runs these choices cut NUTS (Hoffman & Gelman 2011, arXiv:1111.4246)
+from 254 to ~35 leapfrog steps per draw. One call is one fit; sizes come from array shapes;
+held-out cells enter with trials = 0, so every fit of a table has one shape (meta_cells.py).
 """
 
 from __future__ import annotations
@@ -43,12 +57,14 @@ import numpyro
 import numpyro.distributions as dist
 from scipy.special import expit
 
+# log body parameters, layers, log(H x d_head), log precision bits
+ARCH_COVARIATES = ("log_params", "n_layers", "log_heads_x_dhead", "log_precision_bits")
 PRIOR = {
-    # Complexity is defined per family (log2 N for x mod N, n log2 K for n random labels), so
-    # families' θ can differ by orders of magnitude: wide priors on the log scale.
-    "log_C_scale": 3.0,  # around the data's mean log complexity: a factor e^3 ~ 20 per sd
-    "sigma_log_C": 1.0,
-    "mu_log_theta_scale": 5.0,
+    "log_C_scale": 3.0,  # around the reference family's mean log bits: a factor e^3 ~ 20 per sd
+    "sigma_log_C": 0.5,  # residual sd of log C around the covariate regression
+    "beta_mean": (1.0, 0.0, 0.0, 0.0),  # C ~ parameters (see the docstring)
+    "beta_scale": (0.5, 0.5, 0.5, 0.5),
+    "mu_log_theta_scale": 5.0,  # complexity units differ per family: θ spans orders of magnitude
     "sigma_log_theta": 3.0,
     "mu_log_kappa": math.log(5.0),  # logit slope per unit log-bits: p 0.9 -> 0.1 over a factor ~2.4
     "mu_log_kappa_scale": 1.0,
@@ -58,47 +74,88 @@ PRIOR = {
 
 
 def model(data: dict, obs=None) -> None:
-    """NumPyro model of K independent fits at once (K = 1 for one fit; one per fold in validation).
+    """NumPyro model of one fit.
 
-    `data` (arrays): cell_arch, cell_family, cell_level, log_bits [N]; trials [K, N] (0 where a
-    fold holds a cell out); reference [K]; arch_index [A]; family_index [F]; level_family [L];
-    log_bits_center []. `obs`: successes [K, N]. Every site has a leading fold axis; the folds
-    share nothing, so the joint posterior is the product of the K posteriors and one sampler
-    (one compile) serves them all.
+    `data` (arrays): cell_arch, cell_family, cell_level, log_bits, trials [N]; reference [];
+    arch_x [A, J] (covariates centred on the fitted architectures); arch_rot [J, J];
+    arch_fitted [A]; arch_saturated []; family_index [F]; family_fitted [F]; level_family [L];
+    log_C_center [].
+    `obs`: successes [N].
     """
-    n_fold, n_cell = data["trials"].shape
-    n_arch, n_family = data["arch_index"].shape[0], data["family_index"].shape[0]
+    n_arch, n_family = data["arch_x"].shape[0], data["family_index"].shape[0]
     n_level = data["level_family"].shape[0]
-    with numpyro.plate("fold", n_fold, dim=-2):
-        mu_c = numpyro.sample("mu_log_C", dist.Normal(data["log_bits_center"], PRIOR["log_C_scale"]))
-        sigma_c = numpyro.sample("sigma_log_C", dist.HalfNormal(PRIOR["sigma_log_C"]))
-        mu_t = numpyro.sample("mu_log_theta", dist.Normal(0.0, PRIOR["mu_log_theta_scale"]))
-        sigma_t = numpyro.sample("sigma_log_theta", dist.HalfNormal(PRIOR["sigma_log_theta"]))
-        mu_k = numpyro.sample("mu_log_kappa", dist.Normal(PRIOR["mu_log_kappa"], PRIOR["mu_log_kappa_scale"]))
-        sigma_k = numpyro.sample("sigma_log_kappa", dist.HalfNormal(PRIOR["sigma_log_kappa"]))
+    mu_c = numpyro.sample("mu_log_C", dist.Normal(data["log_C_center"], PRIOR["log_C_scale"]))
+    sigma_c = numpyro.sample("sigma_log_C", dist.HalfNormal(PRIOR["sigma_log_C"]))
+    n_cov = data["arch_rot"].shape[0]
+    with numpyro.plate("covariate", n_cov):
+        u = numpyro.sample("u_beta", dist.Normal(0.0, 1.0))
+    beta_mean, beta_scale = jnp.asarray(PRIOR["beta_mean"]), jnp.asarray(PRIOR["beta_scale"])
+    beta = numpyro.deterministic("beta", beta_mean + beta_scale * (data["arch_rot"] @ u))
+    mu_t = numpyro.sample("mu_log_theta", dist.Normal(0.0, PRIOR["mu_log_theta_scale"]))
+    sigma_t = numpyro.sample("sigma_log_theta", dist.HalfNormal(PRIOR["sigma_log_theta"]))
+    mu_k = numpyro.sample("mu_log_kappa", dist.Normal(PRIOR["mu_log_kappa"], PRIOR["mu_log_kappa_scale"]))
+    sigma_k = numpyro.sample("sigma_log_kappa", dist.HalfNormal(PRIOR["sigma_log_kappa"]))
+    # The reference family is a member of the family population with log θ = 0 exactly.
+    numpyro.sample("reference_log_theta", dist.Normal(mu_t, sigma_t), obs=jnp.zeros_like(mu_t))
+
+    with numpyro.plate("arch", n_arch):
+        z_c = numpyro.sample("z_C", dist.Normal(0.0, 1.0))
+    fitted = data["arch_fitted"]
+    n_fitted = jnp.maximum(fitted.sum(), 1)
+    # fitted: residuals summing to zero, none when the covariates already fit them exactly
+    own = jnp.where(data["arch_saturated"], 0.0, z_c - (z_c * fitted).sum() / n_fitted)
+    resid = jnp.where(fitted, own, z_c * jnp.sqrt(1 + 1 / n_fitted))
+    log_c = numpyro.deterministic("log_C", mu_c + data["arch_x"] @ beta + sigma_c * resid)
+    # A family with data is sampled through its boundary for the mean architecture,
+    # g_f = μ_C − log θ_f ~ N(μ_C − μ_θ, σ_θ), which its cells pin directly (log θ_f itself moves
+    # with μ_C: posterior correlation 0.7 on simulated data); a family without data (the
+    # reference, whose θ is fixed, or a held-out one) is non-centred: a free draw is a funnel.
+    is_ref = data["family_index"] == data["reference"]
+    pinned = data["family_fitted"] & ~is_ref
+    with numpyro.plate("family", n_family):
+        loc, scale = jnp.where(pinned, mu_c - mu_t, 0.0), jnp.where(pinned, sigma_t, 1.0)
+        raw = numpyro.sample("log_theta_raw", dist.Normal(loc, scale))
+        z_k = numpyro.sample("z_kappa", dist.Normal(0.0, 1.0))
         sigma_l = numpyro.sample("sigma_level", dist.HalfNormal(PRIOR["sigma_level"]))
-        # The reference family is a member of the family population with log θ = 0 exactly.
-        numpyro.sample("reference_log_theta", dist.Normal(mu_t, sigma_t), obs=jnp.zeros_like(mu_t))
+    with numpyro.plate("level", n_level):
+        z_l = numpyro.sample("z_level", dist.Normal(0.0, 1.0))
 
-        with numpyro.plate("arch", n_arch, dim=-1):
-            z_c = numpyro.sample("z_C", dist.Normal(0.0, 1.0))
-        log_c = numpyro.deterministic("log_C", mu_c + sigma_c * z_c)
-        with numpyro.plate("family", n_family, dim=-1):
-            free_theta = numpyro.sample("log_theta_free", dist.Normal(mu_t, sigma_t))
-            z_k = numpyro.sample("z_kappa", dist.Normal(0.0, 1.0))
-        with numpyro.plate("level", n_level, dim=-1):
-            z_l = numpyro.sample("z_level", dist.Normal(0.0, 1.0))
+    free_theta = jnp.where(pinned, mu_c - raw, mu_t + sigma_t * raw)
+    log_theta = numpyro.deterministic("log_theta", jnp.where(is_ref, 0.0, free_theta))
+    kappa = numpyro.deterministic("kappa", jnp.exp(mu_k + sigma_k * z_k))
+    effect = numpyro.deterministic("level_effect", sigma_l[data["level_family"]] * z_l)
 
-        is_ref = data["family_index"][None, :] == data["reference"][:, None]
-        log_theta = numpyro.deterministic("log_theta", jnp.where(is_ref, 0.0, free_theta))
-        kappa = numpyro.deterministic("kappa", jnp.exp(mu_k + sigma_k * z_k))
-        effect = numpyro.deterministic("level_effect", sigma_l * z_l)
+    f, a, lv = data["cell_family"], data["cell_arch"], data["cell_level"]
+    logits = kappa[f] * (log_c[a] - log_theta[f] - effect[lv] - data["log_bits"])
+    with numpyro.plate("cell", data["trials"].shape[0]):
+        numpyro.sample("successes", dist.Binomial(data["trials"], logits=logits), obs=obs)
 
-        f, a, lv = data["cell_family"], data["cell_arch"], data["cell_level"]
-        gap = log_c[:, a] - log_theta[:, f] - effect[:, lv] - data["log_bits"][None, :]
-        logits = kappa[:, f] * gap
-        with numpyro.plate("cell", n_cell, dim=-1):
-            numpyro.sample("successes", dist.Binomial(data["trials"], logits=logits), obs=obs)
+
+def population(draws: dict, mu: str, sigma: str, rng: np.random.Generator, shape: tuple = ()) -> np.ndarray:
+    """A new member of a population per draw: N(μ, σ), [S, *shape]."""
+    n = draws[mu].shape[0]
+    scale = draws[sigma].reshape(n, *(1,) * len(shape))
+    return draws[mu].reshape(n, *(1,) * len(shape)) + scale * rng.standard_normal((n, *shape))
+
+
+def new_arch_log_c(draws: dict, x: np.ndarray, n_fitted: int, rng: np.random.Generator) -> np.ndarray:
+    """log C of an architecture outside the fit with centred covariates x [J], per draw [S]:
+    μ_C is the fitted architectures' mean, so a new one's residual has variance σ²(1 + 1/A)."""
+    n = draws["mu_log_C"].shape[0]
+    resid = draws["sigma_log_C"] * np.sqrt(1 + 1 / n_fitted) * rng.standard_normal(n)
+    return draws["mu_log_C"] + draws["beta"] @ np.asarray(x, np.float64) + resid
+
+
+def family_draws(draws: dict, family: int | None, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """(log θ, κ, σ_level) per draw [S] of a fitted family, or of a new one from the population
+    (its level spread: a fitted family's, picked at random per draw)."""
+    if family is not None:
+        return draws["log_theta"][:, family], draws["kappa"][:, family], draws["sigma_level"][:, family]
+    n, n_f = draws["sigma_level"].shape
+    sigma = draws["sigma_level"][np.arange(n), rng.integers(n_f, size=n)]
+    log_theta = population(draws, "mu_log_theta", "sigma_log_theta", rng)
+    kappa = np.exp(population(draws, "mu_log_kappa", "sigma_log_kappa", rng))
+    return log_theta, kappa, sigma
 
 
 def success_probability(
@@ -107,32 +164,31 @@ def success_probability(
     rng: np.random.Generator,
     arch: int | None = None,
     family: int | None = None,
-    level: int | None = None,
+    levels: list[int | None] | None = None,
+    arch_x: np.ndarray | None = None,
 ) -> np.ndarray:
     """P(success) per posterior draw, [S, len(log_bits)].
 
-    `None` means "not in the fit": a new architecture draws log C from N(μ_C, σ_C), a new family
-    draws log θ and log κ from their population, and a new level (level None) its effect δ from
-    N(0, σ_level): every query point is its own new level, which is what a held-out cell is.
+    `arch`: a fitted architecture, or None for one outside the fit (its centred covariates
+    `arch_x` through the regression; without them, one at the fitted ones' mean covariates). `family`:
+    a fitted family or None for a new one. `levels[i]`: the fitted level of point i (its fitted
+    effect δ), or None for a new level (a fresh δ ~ N(0, σ_f)), which is what a held-out cell is.
     Draws are the flattened posterior: {site: [S, ...]}.
     """
     n = draws["mu_log_C"].shape[0]
     log_bits = np.asarray(log_bits, np.float64).reshape(1, -1)
-
-    def population(mu: str, sigma: str) -> np.ndarray:
-        return draws[mu][:, None] + draws[sigma][:, None] * rng.standard_normal((n, 1))
-
-    log_c = population("mu_log_C", "sigma_log_C") if arch is None else draws["log_C"][:, arch, None]
-    if family is None:
-        log_theta = population("mu_log_theta", "sigma_log_theta")
-        kappa = np.exp(population("mu_log_kappa", "sigma_log_kappa"))
-    else:
-        log_theta, kappa = draws["log_theta"][:, family, None], draws["kappa"][:, family, None]
-    if level is None:
-        effect = draws["sigma_level"][:, None] * rng.standard_normal((n, log_bits.shape[1]))
-    else:
-        effect = draws["level_effect"][:, level, None]
-    return expit(kappa * (log_c - log_theta - effect - log_bits))
+    if arch is not None:
+        log_c = draws["log_C"][:, arch]
+    else:  # a new architecture; without covariates, one at the fitted architectures' mean
+        x = np.zeros(draws["beta"].shape[1]) if arch_x is None else arch_x
+        log_c = new_arch_log_c(draws, x, draws["log_C"].shape[1], rng)
+    log_theta, kappa, sigma = family_draws(draws, family, rng)
+    effect = sigma[:, None] * rng.standard_normal((n, log_bits.shape[1]))
+    for i, lv in enumerate(levels or ()):
+        if lv is not None:
+            effect[:, i] = draws["level_effect"][:, lv]
+    gap = log_c[:, None] - log_theta[:, None] - effect - log_bits
+    return expit(kappa[:, None] * gap)
 
 
 def boundary_bits(draws: dict[str, np.ndarray]) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Reads only `table.json`, `posterior.nc` and `validation.json`. Figures: success vs complexity
 per family with the posterior predictive curve for a new level (mean, 50% and 90% bands) and
-the boundary b* = C/θ; the posterior of C per architecture next to its budgets; the reliability
+the boundary b* = C/θ; success rate against each family's covariate and nominal bits (the
+monotonicity check); the posterior of C per architecture next to its budgets; the reliability
 diagram of held-out predictions; held-out predictions against outcomes per cell.
 """
 
@@ -15,6 +16,7 @@ import matplotlib.ticker
 import numpy as np
 
 from jaxcap.meta.data import Table
+from jaxcap.meta.difficulty import family_checks
 from jaxcap.meta.fit import Posterior
 from jaxcap.meta.model import boundary_bits, success_probability
 from jaxcap.meta.summary import markdown, posterior_tables
@@ -30,11 +32,11 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     bstar = boundary_bits(d)
     for f, ax in enumerate(axes[0]):
-        bits = [lv["complexity_bits"] for lv in table.levels if lv["family"] == f]
+        bits = [lv["bits"] for lv in table.levels if lv["family"] == f]
         grid = np.geomspace(min(bits) / 1.5, max(bits) * 1.5, 60)
         for a in range(len(meta["arch_labels"])):
             color = colors[a % len(colors)]
-            p = success_probability(d, np.log(grid), rng, arch=a, family=f)
+            p = success_probability(d, np.log(grid), rng, arch=a, family=f)  # new levels
             ax.fill_between(grid, *np.quantile(p, [0.05, 0.95], axis=0), color=color, alpha=0.15, lw=0)
             ax.fill_between(grid, *np.quantile(p, [0.25, 0.75], axis=0), color=color, alpha=0.25, lw=0)
             ax.plot(grid, p.mean(0), color=color, label=meta["arch_labels"][a].split(":")[0])
@@ -45,7 +47,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
             for r in table.rows:
                 if r["family"] == f and r["arch"] == a:
                     obs.setdefault(r["level"], []).append(r["success"])
-            xs = [table.levels[lv]["complexity_bits"] for lv in obs]
+            xs = [table.levels[lv]["bits"] for lv in obs]
             ax.scatter(
                 xs,
                 [np.mean(v) for v in obs.values()],
@@ -59,7 +61,8 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
         ax.set_ylim(-0.03, 1.03)
         ax.set_title(meta["families"][f] + (" (θ = 1)" if f == meta["reference"] else ""))
-        ax.set_xlabel("complexity (bits)")
+        covariate = next(lv.get("covariate", "complexity") for lv in table.levels if lv["family"] == f)
+        ax.set_xlabel(f"{covariate} (bits)")
     axes[0][0].set_ylabel("P(success): dots observed, line predicted")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
@@ -105,7 +108,13 @@ def plot_calibration(path: Path, valid: dict) -> Path:
     kinds = list(valid.get("scores", {}))
     fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(3.8 * max(len(kinds), 1), 3.6), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
-        for m, style in (("meta_model", "o-"), ("pooled_logistic", "s:"), ("per_family_logistic", "^:")):
+        for m, style in (
+            ("meta_model", "o-"),
+            ("base_rate", "x:"),
+            ("family_intercepts", "d:"),
+            ("pooled_logistic", "s:"),
+            ("per_family_logistic", "^:"),
+        ):
             bins = valid["scores"][kind][m]["reliability"]
             ax.plot([b["predicted"] for b in bins], [b["observed"] for b in bins], style, label=m, ms=4)
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
@@ -121,7 +130,7 @@ def plot_calibration(path: Path, valid: dict) -> Path:
 
 def plot_heldout(path: Path, valid: dict) -> Path:
     fig, ax = plt.subplots(figsize=(4.2, 3.8))
-    for i, fold_kind in enumerate(("levels", "families")):
+    for i, fold_kind in enumerate(("levels", "top", "families", "archs")):
         cells = [c for f in valid.get("folds", []) if f["kind"] == fold_kind for c in f["cells"]]
         if not cells:
             continue
@@ -130,7 +139,7 @@ def plot_heldout(path: Path, valid: dict) -> Path:
             [[c["p_mean"] - c["p_lo90"] for c in cells], [c["p_hi90"] - c["p_mean"] for c in cells]]
         )
         err = np.clip(err, 0.0, None)  # a skewed posterior can put its mean outside the 90% interval
-        y = np.array([c["successes"] / c["trials"] for c in cells]) + (i - 0.5) * 0.02
+        y = np.array([c["successes"] / c["trials"] for c in cells]) + (i - 1.5) * 0.015
         ax.errorbar(x, y, xerr=err, fmt="o", ms=3, lw=0.6, label=f"held-out {fold_kind}")
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
     ax.set_xlabel("predicted P(success) (90% interval)")
@@ -145,17 +154,43 @@ def plot_heldout(path: Path, valid: dict) -> Path:
     return path
 
 
+def plot_monotone(path: Path, checks: list[dict]) -> Path:
+    """Per family (and architecture): success rate per level against the model's covariate and
+    against the nominal bits, with the best non-increasing fit (the monotonicity test's null)."""
+    fig, axes = plt.subplots(2, max(len(checks), 1), figsize=(3.6 * max(len(checks), 1), 5.6), squeeze=False)
+    for j, c in enumerate(checks):
+        for i, (key, name) in enumerate((("test", c["covariate"]), ("nominal", "nominal complexity_bits"))):
+            t, ax = c[key], axes[i][j]
+            ax.plot(t["bits"], t["rate"], "o", ms=4, label="observed")
+            ax.step(t["bits"], t["isotonic"], where="mid", color="C3", lw=1, label="non-increasing fit")
+            ax.set_xscale("log")
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_xlabel(f"{name} (bits)", fontsize=8)
+            verdict = "monotone" if t["monotone"] else "NOT monotone"
+            ax.set_title(f"{c['family']} a{c['arch']}: {verdict} (p {t['p_value']:.3f})", fontsize=8)
+    axes[0][0].set_ylabel("success rate (model covariate)")
+    axes[1][0].set_ylabel("success rate (nominal bits)")
+    if checks:
+        axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: dict) -> list[Path]:
-    """report.md (jaxcap.meta.summary) and the four figures."""
+    """report.md (jaxcap.meta.summary) and the five figures."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
+    checks = family_checks(table)
     figures = [
         plot_curves(report_dir / "success_vs_complexity.png", table, posterior, rng),
+        plot_monotone(report_dir / "monotone.png", checks),
         plot_capacity(report_dir / "capacity.png", posterior),
         plot_calibration(report_dir / "calibration.png", valid),
         plot_heldout(report_dir / "heldout.png", valid),
     ]
     path = report_dir / "report.md"
-    path.write_text(markdown(posterior, valid, figures))
+    path.write_text(markdown(posterior, valid, figures, checks))
     return [path, *figures]

@@ -28,15 +28,16 @@ class Truth:
     bits: tuple[tuple[float, ...], ...] = ()  # complexity levels per family
 
 
-def default_truth(n_levels: int = 8) -> Truth:
-    """Two architectures (C = 8 and 16 bits), four families (θ = 1, 1/2, 2, 4; κ = 4, 6, 3, 5),
-    `n_levels` levels each, spread over both boundaries b* = C_a / θ_f."""
-    log_theta = (0.0, math.log(0.5), math.log(2.0), math.log(4.0))
+def default_truth(n_levels: int = 8, n_families: int = 4) -> Truth:
+    """Two architectures (C = 8 and 16 bits), `n_families` families (θ = 1, 1/2, 2, 4, 1/4, 8,
+    ...; κ = 4, 6, 3, 5, ...), `n_levels` levels each, spread over both boundaries b* = C_a / θ_f."""
+    log_theta = tuple(math.log(t) for t in (1.0, 0.5, 2.0, 4.0, 0.25, 8.0, 0.125, 16.0)[:n_families])
+    kappa = (4.0, 6.0, 3.0, 5.0, 4.5, 3.5, 5.5, 4.0)[:n_families]
     log_c = (math.log(8.0), math.log(16.0))
     center = 0.5 * (log_c[0] + log_c[1])
     grid = np.geomspace(0.35, 2.8, n_levels)
     bits = tuple(tuple(float(b) for b in grid * math.exp(center - t)) for t in log_theta)
-    return Truth(log_c=log_c, log_theta=log_theta, kappa=(4.0, 6.0, 3.0, 5.0), sigma_level=0.2, bits=bits)
+    return Truth(log_c=log_c, log_theta=log_theta, kappa=kappa, sigma_level=0.2, bits=bits)
 
 
 def arch_model(a: int) -> dict:

@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxcap.meta.fit import Posterior, summarize
 from jaxcap.meta.model import boundary_bits
+from jaxcap.meta.scorecard import BASELINES, losses, num, scorecard
 
 
 def posterior_tables(posterior: Posterior) -> dict:
@@ -38,6 +39,7 @@ def posterior_tables(posterior: Posterior) -> dict:
             "reference": f == meta["reference"],
             "theta": summarize(np.exp(d["log_theta"][:, f])),
             "kappa": summarize(d["kappa"][:, f]),
+            "sigma_level": summarize(d["sigma_level"][:, f]),
         }
         for f, n in enumerate(meta["families"])
     ]
@@ -47,8 +49,9 @@ def posterior_tables(posterior: Posterior) -> dict:
         for a in range(len(archs))
         for f, n in enumerate(meta["families"])
     ]
-    hyper = {k: summarize(d[k]) for k in ("sigma_level", "sigma_log_theta", "sigma_log_kappa", "sigma_log_C")}
-    return {"archs": archs, "families": families, "boundaries": boundaries, "hyper": hyper}
+    hyper = {k: summarize(d[k]) for k in ("sigma_log_theta", "sigma_log_kappa", "sigma_log_C")}
+    beta = {k: summarize(d["beta"][:, j]) for j, k in enumerate(meta["arch_covariates"])}
+    return {"archs": archs, "families": families, "boundaries": boundaries, "hyper": hyper, "beta": beta}
 
 
 def _ci(s: dict, fmt: str = ".3g") -> str:
@@ -65,57 +68,43 @@ def headline(posterior: Posterior, valid: dict) -> str:
         f"  boundary b* {b['family']} ({b['arch'].split(':')[0]}): {_ci(b['bits'])} bits"
         for b in t["boundaries"]
     ]
-    for kind, s in valid.get("scores", {}).items():
-        m = s["meta_model"]
-        others = ", ".join(f"{k} {s[k]['brier']:.3f}" for k in ("pooled_logistic", "per_family_logistic"))
-        auc = "—" if m["auc"] is None else f"{m['auc']:.3f}"
+    for kind, sc in valid.get("scores", {}).items():
+        m = sc["meta_model"]
+        others = ", ".join(f"{k} {sc[k]['brier']:.3f}" for k in BASELINES)
         lines.append(
-            f"held-out {kind}: Brier {m['brier']:.3f} (baselines: {others}), AUC {auc}, "
-            f"coverage 50% {m['coverage50']:.2f} / 90% {m['coverage90']:.2f} ({s['n_rows']} runs)"
+            f"held-out {kind}: Brier {m['brier']:.3f} (baselines: {others}), AUC {num(m['auc'])}, "
+            f"PIT coverage 90% {m['pit_coverage90']:.2f} (median width {m['median_width90']:.2f}), "
+            f"floor {num(sc['floor'])} ({sc['n_rows']} runs)"
         )
+    lines += [f"refused {k}: {v}" for k, v in valid.get("refused", {}).items()]
+    lines += [f"WHERE THE META-MODEL LOSES: {x}" for x in losses(valid.get("scores", {}))]
     return "\n".join(lines)
 
 
-def _validation_md(valid: dict) -> list[str]:
-    out = ["## Held-out validation", ""]
-    if not valid.get("scores"):
-        return out + ["(no validation: fewer than 2 folds and families)", ""]
-    out += [
-        f"One NUTS run fitted every fold ({valid['nuts_seconds']:.1f} s, "
-        f"{valid['divergences']} divergences). "
-        "`levels`: K-fold over difficulty levels (a held-out level is predicted as a new level); "
-        "`families`: leave one family out (predicted from the population prior). Scores over held-out "
-        "runs; coverage of the central predictive intervals of each held-out cell's success count "
-        "(`interval`: discrete, so at or above nominal when calibrated; `PIT`: randomized, nominal "
-        "when calibrated).",
+def monotone_md(checks: list[dict]) -> list[str]:
+    """Is success monotone in each family's difficulty covariate (and in its nominal bits)?"""
+    out = [
+        "## Difficulty covariates: is success monotone in them?",
         "",
-        "| design | method | Brier | log pred. density | AUC | cov. 50% (interval / PIT) | cov. 90% |",
-        "|---|---|---|---|---|---|---|",
+        "Likelihood-ratio test of free per-level success rates against the best non-increasing rates "
+        "(isotonic fit), bootstrap p-value; violations: level pairs where the harder level was learned "
+        "more often (jaxcap/meta/difficulty.py). The model's covariate, then the task's nominal bits.",
+        "",
+        "| family | arch | covariate | levels | LR | p | violations | monotone "
+        "| nominal bits: p | violations | monotone |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for kind, s in valid["scores"].items():
-        for m in ("meta_model", "pooled_logistic", "per_family_logistic"):
-            r = s[m]
-            auc = "—" if r["auc"] is None else f"{r['auc']:.3f}"
-            cov = lambda q, r=r: (
-                f"{r[f'coverage{q}']:.2f} / {r[f'pit_coverage{q}']:.2f}" if f"coverage{q}" in r else ""
-            )
-            out.append(
-                f"| {kind} ({s['n_rows']} runs, {s['n_cells']} cells) | {m} | {r['brier']:.4f} | "
-                f"{r['lpd']:.4f} | {auc} | {cov(50)} | {cov(90)} |"
-            )
-    out += [
-        "",
-        "Reliability of the meta-model (held-out levels):",
-        "",
-        "| predicted bin | runs | mean predicted | observed |",
-        "|---|---|---|---|",
-    ]
-    for b in valid["scores"].get("levels", next(iter(valid["scores"].values())))["meta_model"]["reliability"]:
-        out.append(f"| {b['lo']:.1f}–{b['hi']:.1f} | {b['n']} | {b['predicted']:.3f} | {b['observed']:.3f} |")
+    for c in checks:
+        t, n = c["test"], c["nominal"]
+        out.append(
+            f"| {c['family']} | a{c['arch']} | {c['covariate']} | {t['levels']} | {t['lr']:.2f} | "
+            f"{t['p_value']:.3f} | {t['violations']} | {'yes' if t['monotone'] else '**no**'} | "
+            f"{n['p_value']:.3f} | {n['violations']} | {'yes' if n['monotone'] else '**no**'} |"
+        )
     return out + [""]
 
 
-def markdown(posterior: Posterior, valid: dict, figures: list) -> str:
+def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict] = ()) -> str:
     """report.md: the model, the scale, NUTS diagnostics, the tables, validation, the figures."""
     t, meta = posterior_tables(posterior), posterior.meta
     ref = meta["families"][meta["reference"]]
@@ -152,10 +141,20 @@ def markdown(posterior: Posterior, valid: dict, figures: list) -> str:
             f"| {a['label']} | {_ci(a['C'])} | [{a['C']['lo50']:.3g}, {a['C']['hi50']:.3g}] | "
             f"{a['attention_bits']:,} | {_ci(a['utilization_attention'])} | {a['param_bits']:,} | {versus} |"
         )
-    lines += ["", "## Task families", "", "| family | θ (difficulty per bit) | κ (slope) |", "|---|---|---|"]
-    for f in t["families"]:
-        theta = "1 (reference)" if f["reference"] else _ci(f["theta"])
-        lines.append(f"| {f['name']} | {theta} | {_ci(f['kappa'])} |")
+    lines += [
+        "",
+        "## Task families",
+        "",
+        "| family | covariate | θ (difficulty per bit) | κ (slope) | level spread σ_f (log-bits) |",
+        "|---|---|---|---|---|",
+    ]
+    covariates = {lv["family"]: lv.get("covariate", "complexity_bits") for lv in meta["levels"]}
+    for f, fam in enumerate(t["families"]):
+        theta = "1 (reference)" if fam["reference"] else _ci(fam["theta"])
+        lines.append(
+            f"| {fam['name']} | {covariates.get(f)} | {theta} | {_ci(fam['kappa'])} | "
+            f"{_ci(fam['sigma_level'])} |"
+        )
     lines += [
         "",
         "## Learnability boundary b* = C_a / θ_f (bits; P = 1/2 for a typical level)",
@@ -167,10 +166,24 @@ def markdown(posterior: Posterior, valid: dict, figures: list) -> str:
     h = t["hyper"]
     lines += [
         "",
-        f"Level effect sd σ_level = {_ci(h['sigma_level'])} (log-bits); family sd of log θ "
-        f"{_ci(h['sigma_log_theta'])}, of log κ {_ci(h['sigma_log_kappa'])}.",
+        f"Family sd of log θ {_ci(h['sigma_log_theta'])}, of log κ {_ci(h['sigma_log_kappa'])}; "
+        f"architectures: residual sd of log C {_ci(h['sigma_log_C'])}, slopes on "
+        + ", ".join(f"{k} {_ci(v)}" for k, v in t["beta"].items())
+        + (" (one architecture: these are the priors)." if len(meta["archs"]) == 1 else "."),
         "",
+        "## Levels (nominal bits and the model's covariate)",
+        "",
+        "| family | level | nominal bits | covariate bits | design | fitted effect δ (log-bits) |",
+        "|---|---|---|---|---|---|",
     ]
-    lines += _validation_md(valid)
+    for i, lv in enumerate(meta["levels"]):
+        lines.append(
+            f"| {meta['families'][lv['family']]} | {lv['label']} | {lv['complexity_bits']:.4g} | "
+            f"{lv.get('bits', lv['complexity_bits']):.4g} | {lv.get('design', 'grid')} | "
+            f"{_ci(summarize(posterior.draws['level_effect'][:, i]), '.2f')} |"
+        )
+    lines.append("")
+    lines += monotone_md(checks)
+    lines += scorecard(valid)
     lines += [f"![{p.stem}]({p.name})" for p in figures]
     return "\n".join(lines) + "\n"

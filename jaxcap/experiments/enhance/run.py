@@ -156,7 +156,7 @@ def enhance_config(families: dict, variants: tuple[str, ...], variant: str) -> m
     """A calibrate config whose architectures are `variants` (the baseline first), sized by
     `variant` ('smoke' for the tests, 'default' for a 2-core CPU, 'full' for an accelerator).
     Held-out validation is off by default (the fit is the point; turn it on with
-    --config.calibrate.validation.folds=4)."""
+    --config.calibrate.validation.folds=4 --config.calibrate.validation.designs='("levels",)')."""
     from jaxcap.config.base import base_config
 
     c = base_config("modulo")  # config.task is unused: every family names its own task
@@ -172,7 +172,8 @@ def enhance_config(families: dict, variants: tuple[str, ...], variant: str) -> m
         search="grid",
         reference="random_labels",
         nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.99, seed=0),
-        validation=dict(folds=0, families=False, seed=0),
+        validation=dict(folds=0, seeds=(1, 2, 3), designs=(), development=False),
+        design=dict(grid=0, rounds=0, per_round=1),  # every listed level of every variant
     )
     if variant == "smoke":
         c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
@@ -184,6 +185,6 @@ def enhance_config(families: dict, variants: tuple[str, ...], variant: str) -> m
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
         c.train.update(steps=20_000, chunk_steps=1000, batch_size=256)
         c.calibrate.nuts.update(warmup=1000, samples=1000)
-        c.calibrate.validation.update(folds=4, families=True)
+        c.calibrate.validation.update(folds=4, designs=("levels", "top", "families", "archs"))
     c.note = f"{len(variants)} variants x {len(families)} families, one meta-model fit ({variant})"
     return c

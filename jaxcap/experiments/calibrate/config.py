@@ -1,0 +1,200 @@
+"""Config of the `calibrate` experiment: its schema, and one population config per family.
+
+A family entry is data:
+
+    families.modulo = dict(task=dict(name="modulo", digits=4, train_fraction=0.5),
+                           levels=dict(modulus=(5, 10, 20, 40, 80)), overrides="")
+
+`levels` names one task field and its candidate values: a per-member knob (modulo's `modulus`)
+is swept inside one program; any other field (binop's `p`) becomes one bucket per value. With
+`calibrate.design.grid = 0` every candidate is trained; otherwise jaxcap/meta/design.py picks
+which (a spanning grid, then bisection at the boundary). `overrides` are bucket-style
+`section.field=value` changes for this family only (e.g. "train.steps=4000"). Model, hparams,
+train, seeds and hparam grid come from the top-level config.
+
+The level search is the seam for hyperparameter optimisation: `SEARCHES[config.calibrate.search]`
+trains one family's workdir. "grid" is `jaxcap.run.train_all` (every member of the hparam grid);
+"optuna" is `jaxcap.experiments.hpo.sweep.hpo_experiment`: one Optuna study per level over `config.search`
+with the `config.study` settings (configs/calibrate.py:hpo), writing best_trials.jsonl, which
+`meta_data` prefers. The hpo experiment makes its own buckets from the search space, so a family
+whose levels or architectures are buckets gets one sub-workdir per bucket (`b<i>`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import ml_collections
+
+from jaxcap import tasks
+from jaxcap.config import base as config_lib
+from jaxcap.config.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
+from jaxcap.config.plan import bucket_configs, parse_overrides
+from jaxcap.config.search_space import add_study
+from jaxcap.experiments.population import population_experiment
+from jaxcap.meta.difficulty import covariate
+from jaxcap.meta.validate import DESIGNS
+from jaxcap.results.store import Store
+
+
+def grid_search(config: ml_collections.ConfigDict, store: Store) -> None:
+    """Train every member of the family's grid (resumable), print its per-level table, report."""
+    population_experiment(config, store)
+
+
+def optuna_search(config: ml_collections.ConfigDict, store: Store) -> None:
+    """One Optuna study per level (resumable), then best_trials.jsonl and the HPO report."""
+    from jaxcap.experiments.hpo.sweep import hpo_experiment  # imports optuna: only when asked for
+
+    hpo_experiment(config, store)
+
+
+SEARCHES: dict[str, Callable[[ml_collections.ConfigDict, Store], None]] = {
+    "grid": grid_search,
+    "optuna": optuna_search,
+}
+ENTRY_FIELDS = ("task", "levels", "overrides")
+
+
+def family_config(top: ml_collections.ConfigDict, name: str, entry) -> ml_collections.ConfigDict:
+    """The population config of one family: the top-level model/hparams/train/sweep, its task."""
+    path = f"config.calibrate.families.{name}"
+    for key in entry:
+        if key not in ENTRY_FIELDS:
+            raise ConfigError(f"{path}.{key}: unknown field; fields of {path}: {', '.join(ENTRY_FIELDS)}")
+    task_name = entry.get("task", {}).get("name")
+    if task_name not in tasks.TASKS:
+        raise ConfigError(f"{path}.task.name: got {task_name!r}; allowed: {', '.join(tasks.TASKS)}")
+    levels = dict(entry.get("levels", {}))
+    if len(levels) != 1 or not all(isinstance(v, (tuple, list)) and v for v in levels.values()):
+        raise ConfigError(f"{path}.levels: got {levels!r}; allowed: one task field with a tuple of values")
+    c = config_lib.base_config(task_name)
+    for section in ("model", "hparams", "train", "runtime"):
+        c[section] = ml_collections.ConfigDict(top[section].to_dict())
+    c.eval.batch_size = top.eval.batch_size  # the thresholds stay the family's own
+    c.seed, c.note = top.seed, f"calibrate family {name}"
+    c.sweep.seeds, c.sweep.hparams = top.sweep.seeds, ml_collections.ConfigDict(top.sweep.hparams.to_dict())
+    for key, value in entry["task"].items():
+        if key not in c.task:
+            raise ConfigError(f"{path}.task.{key}: not a field of task {task_name}")
+        try:
+            c.task[key] = value
+        except TypeError:
+            raise ConfigError(
+                f"{path}.task.{key}: got {value!r}; allowed: a {type(c.task[key]).__name__}"
+            ) from None
+    (field, values), knobs = next(iter(levels.items())), tasks.TASKS[task_name]().spec.knobs
+    if field not in c.task:
+        raise ConfigError(f"{path}.levels.{field}: not a field of task {task_name}")
+    static = [f"task.{field}={v}" for v in values] if field not in knobs else [""]
+    if field in knobs:  # the task's own value is a level too (it sizes shared heads and buffers)
+        c.task[field], c.sweep.task[field] = values[0], tuple(values)
+    buckets = [",".join(filter(None, (arch, lv))) for arch in top.calibrate.architectures for lv in static]
+    c.sweep.buckets = tuple(buckets) if len(buckets) > 1 or buckets[0] else ()
+    for keys, value in parse_overrides(entry.get("overrides", "")):
+        node = c
+        for part in keys[:-1]:
+            node = node[part]
+        if keys[-1] not in node:
+            raise ConfigError(f"{path}.overrides: {'.'.join(keys)} is not a config field")
+        node[keys[-1]] = float(value) if isinstance(node[keys[-1]], float) else value
+    return c
+
+
+@dataclasses.dataclass(frozen=True)
+class Families:
+    """Checker of config.calibrate.families: each entry builds a valid population config."""
+
+    def __call__(self, path: str, value) -> None:
+        if not hasattr(value, "keys") or not len(value):
+            raise ConfigError(f"{path}: got {value!r}; allowed: a section name -> dict(task=..., levels=...)")
+
+
+SCHEMA = {
+    "families": Families(),
+    "architectures": TupleOf(Str()),
+    "workdirs": TupleOf(Str()),
+    "search": Choice(tuple(SEARCHES)),
+    "reference": Str(),
+    "nuts": {
+        "warmup": Int(1),
+        "samples": Int(1),
+        "chains": Int(1, 64),
+        "target_accept": Float(0.5, 0.999),
+        "seed": Int(0),
+    },
+    "validation": {
+        "folds": Int(0, 100),
+        "seeds": TupleOf(Int(1)),  # fold seed 0 is the development split (meta_splits.DEV_SEED)
+        "designs": TupleOf(Choice(DESIGNS)),
+        "development": Bool(),
+    },
+    "design": {"grid": Int(0, 1000), "rounds": Int(0, 20), "per_round": Int(1, 100)},
+}
+
+
+def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.ConfigDict) -> list:
+    """(sub-workdir, hpo config) per bucket of a family's population config: the top-level
+    `study` and `search` sections, one study per knob level, no hparam grid (Optuna chooses)."""
+    variants = bucket_configs(derived)
+    out = []
+    for i, (_, variant) in enumerate(variants):
+        add_study(variant)
+        variant.sweep.buckets = ()
+        for name in variant.sweep.hparams:
+            variant.sweep.hparams[name] = ()
+        variant.study = ml_collections.ConfigDict(top.study.to_dict())
+        variant.search = ml_collections.ConfigDict(top.search.to_dict())
+        out.append((f"b{i}" if len(variants) > 1 else "", variant))
+    return out
+
+
+def family_configs(
+    config: ml_collections.ConfigDict, levels: dict[str, tuple] | None = None
+) -> dict[str, list]:
+    """Every family's [(sub-workdir, config)] to train, each validated (one-line errors name
+    the field): its population config, or with search='optuna' one hpo config per bucket.
+    `levels[name]`, when given, replaces the family's level values (one design pass)."""
+    if config.calibrate.search == "optuna" and ("study" not in config or "search" not in config):
+        raise ConfigError(
+            "config.study: missing; config.calibrate.search='optuna' needs the study and search "
+            "sections (configs/calibrate.py:hpo adds them)"
+        )
+    out = {}
+    for name, entry in config.calibrate.families.items():
+        if levels is not None and name not in levels:
+            continue
+        try:
+            if levels is not None:
+                field = next(iter(entry["levels"]))
+                entry = {**entry, "levels": {field: tuple(levels[name])}}
+            derived = family_config(config, name, entry)
+            runs = [("", derived)] if config.calibrate.search == "grid" else study_configs(config, derived)
+            for _, run in runs:
+                config_lib.validate(run)
+        except ConfigError as e:
+            message = str(e)
+            raise ConfigError(
+                message
+                if message.startswith("config.calibrate")
+                else f"config.calibrate.families.{name}: {e}"
+            ) from None
+        out[name] = runs
+    return out
+
+
+def candidate_bits(config: ml_collections.ConfigDict, name: str) -> tuple[list, list[float]]:
+    """A family's candidate level values and each one's difficulty covariate (as the table will
+    compute it from the rows of that level: jaxcap/meta/difficulty.py)."""
+    entry = config.calibrate.families[name]
+    field, values = next(iter(dict(entry["levels"]).items()))
+    derived = family_config(config, name, entry)
+    out = []
+    for v in values:
+        cfg = {**derived.task.to_dict(), field: v}
+        task = tasks.build(cfg)
+        knobs = {k: cfg[k] for k in task.spec.knobs}
+        row = {"family": task.spec.family, "task": {**dataclasses.asdict(task), **knobs}}
+        out.append(covariate({**row, "complexity_bits": task.complexity_bits(knobs)})[1])
+    return list(values), out

@@ -1,0 +1,98 @@
+"""Benchmark of the meta-model's NUTS fit: `python -m jaxcap.meta.bench` prints JSON.
+
+    python -m jaxcap.meta.bench                 # 2,000 simulated result rows, the default NUTS
+    python -m jaxcap.meta.bench --rows 500 --repeats 1
+
+The table is simulated from known parameters (jaxcap/meta/simulate.py: 2 architectures, 5
+families, 4 seeds a cell, as many levels as make `--rows` rows) and fitted with the settings
+calibrate uses by default; the fit runs `--repeats` times in one process (the first includes
+the XLA compile, later ones reuse the persistent compilation cache when `--cache` is set).
+Printed: wall seconds per fit, the NUTS diagnostics (worst R-hat, smallest ESS, divergences),
+the sizes, the devices and the load average (other jobs share a small machine: read the
+seconds against it). Issue 16's target: 2,000 rows in <= 60 s on a 2-core CPU, R-hat <= 1.01,
+no divergences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jaxcap.meta.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2000, help="result rows (seeds x cells)")
+    parser.add_argument("--seeds", type=int, default=4, help="seeds (rows) per cell")
+    parser.add_argument("--families", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=None, help="default: calibrate's")
+    parser.add_argument("--samples", type=int, default=None, help="default: calibrate's")
+    parser.add_argument("--chains", type=int, default=None, help="default: calibrate's")
+    parser.add_argument("--target_accept", type=float, default=None, help="default: calibrate's")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cache", default="", help="persistent compilation cache directory ('' = off)")
+    args = parser.parse_args(argv)
+    if args.rows < 2 * args.families * args.seeds:
+        parser.error(
+            f"--rows: got {args.rows}; allowed: >= 2 x families x seeds = {2 * args.families * args.seeds}"
+        )
+
+    import dataclasses
+
+    from jaxcap.meta import fit as meta_fit
+
+    nuts_cfg = dataclasses.asdict(meta_fit.NutsSettings())  # = configs/calibrate.py's (a test checks)
+    overrides = {"warmup": args.warmup, "samples": args.samples, "chains": args.chains}
+    overrides["target_accept"] = args.target_accept
+    nuts_cfg.update({k: v for k, v in overrides.items() if v is not None})
+
+    meta_fit.reserve_chain_devices(nuts_cfg["chains"])  # before JAX starts, as launch does
+    import numpy as np
+
+    from jaxcap.core import runtime
+    from jaxcap.meta import data as meta_data
+    from jaxcap.meta import simulate as meta_simulate
+
+    if args.cache:
+        runtime.enable_compilation_cache(args.cache)
+    n_levels = max(1, round(args.rows / (2 * args.families * args.seeds)))
+    truth = meta_simulate.default_truth(n_levels=n_levels, n_families=args.families)
+    rows, _ = meta_simulate.simulate_rows(truth, seeds=args.seeds, rng=np.random.default_rng(0))
+    table = meta_data.build_table(rows)
+    runs = []
+    for i in range(args.repeats):
+        settings = meta_fit.NutsSettings(**{**nuts_cfg, "seed": i})
+        posterior, _ = meta_fit.fit(table, settings)
+        diag = posterior.meta["diagnostics"]
+        runs.append(
+            {
+                "seconds": round(posterior.meta["seconds"], 2),
+                "max_rhat": round(diag["max_rhat"], 4),
+                "worst_rhat_site": max(diag["rhat"], key=diag["rhat"].get) if diag["rhat"] else None,
+                "min_ess": round(diag["min_ess"], 1),
+                "divergences": diag["divergences"],
+                "mean_leapfrog_steps": round(diag["mean_steps"], 1),
+            }
+        )
+    import jax
+
+    out = {
+        "rows": len(table.rows),
+        "cells": len({(r["arch"], r["level"]) for r in table.rows}),
+        "levels": len(table.levels),
+        "families": len(table.families),
+        "archs": len(table.archs),
+        "nuts": {**nuts_cfg, "chain_method": meta_fit.chain_method(nuts_cfg["chains"])},
+        "runs": runs,
+        "devices": f"{jax.local_device_count()} x {jax.devices()[0].platform}",
+        "cpu_count": os.cpu_count(),
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "target": {"seconds": 60, "max_rhat": 1.01, "divergences": 0},
+    }
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Which difficulty levels calibrate trains: a spanning grid, then levels at each boundary.
+
+A family's candidate levels (its `levels` values in the config) are placed by their difficulty
+covariate (jaxcap/meta/difficulty.py). The coarse pass trains `grid` of them spread evenly in
+log covariate over the whole range; each bisection round then adds, in every interval between
+neighbouring trained levels where the success rate crosses 1/2 (a flip), the untrained
+candidate nearest the interval's geometric middle, widest intervals first, `per_round` a round
+(the boundary's location is what the fit is least sure of: Atkinson, Donev & Tobias 2007,
+ch. 17, on designs for binary responses; this is the sequential, model-free form of it).
+
+Seed replicates make a boundary cell's own uncertainty measurable (a cell with success rate p
+cannot score a Brier below p (1 − p)); validation scores the grid and the boundary levels
+separately (jaxcap/meta/validate.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from jaxcap.meta.data import Table
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    grid: int = 0  # levels of the coarse pass; 0 = train every candidate (no bisection)
+    rounds: int = 0  # bisection rounds after it
+    per_round: int = 1  # levels added per family and round
+
+
+def spanning_grid(bits: list[float], n: int) -> list[int]:
+    """Indices of n candidates spread evenly in log bits from the easiest to the hardest."""
+    order = np.argsort(bits, kind="stable")
+    if n >= len(bits):
+        return sorted(order.tolist())
+    log_b = np.log(np.asarray(bits, np.float64))
+    targets = np.linspace(log_b.min(), log_b.max(), n)
+    chosen: list[int] = []
+    for t in targets:  # nearest candidate not yet chosen
+        free = [i for i in order if i not in chosen]
+        chosen.append(min(free, key=lambda i: (abs(log_b[i] - t), i)))
+    return sorted(chosen)
+
+
+def flips(bits: list[float], rates: list[float]) -> list[tuple[float, float]]:
+    """(low, high) bits of neighbouring trained levels whose success rates lie on either side of
+    1/2 (either way round: a non-monotone family has several)."""
+    order = np.argsort(bits, kind="stable")
+    b, r = np.asarray(bits)[order], np.asarray(rates)[order]
+    return [(b[i], b[i + 1]) for i in range(len(b) - 1) if (r[i] >= 0.5) != (r[i + 1] >= 0.5)]
+
+
+def bisect(
+    cand_bits: list[float], trained: set[int], bits: list[float], rates: list[float], n: int
+) -> list[int]:
+    """Up to n untrained candidates, one per flip interval (widest in log bits first), each the
+    one nearest the interval's geometric middle strictly inside it."""
+    out: list[int] = []
+    for lo, hi in sorted(flips(bits, rates), key=lambda f: -np.log(f[1] / f[0])):
+        inside = [i for i, b in enumerate(cand_bits) if lo < b < hi and i not in trained and i not in out]
+        if inside and len(out) < n:
+            mid = 0.5 * (np.log(lo) + np.log(hi))
+            out.append(min(inside, key=lambda i: (abs(np.log(cand_bits[i]) - mid), i)))
+    return sorted(out)
+
+
+def level_rates(table: Table, family: str) -> dict[float, float]:
+    """Success rate per level of one family (pooled over architectures), keyed by covariate bits."""
+    if family not in table.families:
+        return {}
+    f = table.families.index(family)
+    runs: dict[int, list[bool]] = {}
+    for r in table.rows:
+        if r["family"] == f:
+            runs.setdefault(r["level"], []).append(r["success"])
+    return {table.levels[lv]["bits"]: float(np.mean(v)) for lv, v in runs.items()}
+
+
+def next_levels(cand_bits: list[float], trained_bits: dict[float, float], n: int) -> list[int]:
+    """The candidates a bisection round adds, from the trained levels' rates {bits: rate}."""
+    trained = {i for i, b in enumerate(cand_bits) if any(np.isclose(b, t) for t in trained_bits)}
+    return bisect(cand_bits, trained, list(trained_bits), list(trained_bits.values()), n)
+
+
+def tag_levels(table: Table, boundary_sources: set[str]) -> None:
+    """levels[i]["design"] = "boundary" for levels trained by a bisection round, else "grid"."""
+    boundary = {r["level"] for r in table.rows if r["source"] in boundary_sources}
+    for i, lv in enumerate(table.levels):
+        lv["design"] = "boundary" if i in boundary else "grid"

@@ -1,0 +1,177 @@
+"""Difficulty covariates of the meta-model, and the test that each is monotone in difficulty.
+
+The meta-model reads a level's difficulty from one number b per level and assumes success
+falls as b grows within a family. The task's nominal `complexity_bits` is that number unless
+`COVARIATES` names a structural one: modulo's nominal log2 N is not monotone with decimal
+inputs (moduli dividing 10^k depend on the last k digits only), so its covariate is
+`Modulo.lookup_bits` (derivation in jaxcap/tasks/modular.py). Nominal bits stay in every
+table next to the covariate.
+
+`monotone_test` checks the assumption on the fitted data, per family and architecture: the
+likelihood-ratio statistic of a free success rate per level against the best non-increasing
+rates (isotonic regression by pool-adjacent-violators, Barlow et al. 1972; Robertson, Wright &
+Dykstra 1988, ch. 1-2), with a parametric-bootstrap p-value drawn from the isotonic fit (the
+null's boundary; the statistic's exact law is a chi-bar-squared mixture).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from jaxcap.tasks.modular import Modulo
+
+ALPHA = 0.05  # a family "is not monotone" below this bootstrap p-value
+BOOTSTRAP = 400
+# family -> (covariate name, bits of a members.jsonl row's task fields)
+COVARIATES: dict[str, tuple[str, Callable[[dict], float]]] = {
+    "modulo": ("lookup_bits", lambda task: _build(Modulo, task).lookup_bits(task)),
+}
+
+
+def _build(cls, task: dict):
+    """The task of a row's task fields (fields the class does not have are ignored)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in task.items() if k in names})
+
+
+def covariate(row: dict) -> tuple[str, float]:
+    """(name, bits) of a row's difficulty covariate: its family's structural rule, else nominal."""
+    name, rule = COVARIATES.get(row["family"], ("complexity_bits", None))
+    return name, float(row["complexity_bits"] if rule is None else rule(row["task"]))
+
+
+def isotonic_decreasing(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Weighted least-squares non-increasing fit (pool adjacent violators); for binomial rates
+    with weights = trials it is also the maximum-likelihood non-increasing fit."""
+    blocks: list[list[float]] = []  # [mean, weight, count]
+    for r, w in zip(rate, weight):
+        blocks.append([float(r), float(w), 1])
+        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
+            m2, w2, c2 = blocks.pop()
+            m1, w1, c1 = blocks.pop()
+            w = w1 + w2
+            blocks.append([(m1 * w1 + m2 * w2) / w if w else (m1 + m2) / 2, w, c1 + c2])
+    return np.concatenate([np.full(c, m) for m, _, c in blocks])
+
+
+def _loglik(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> float:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return float(np.sum(k * np.log(p) + (n - k) * np.log1p(-p)))
+
+
+def lr_statistic(k: np.ndarray, n: np.ndarray) -> tuple[float, np.ndarray]:
+    """2 (log L(free rates) − log L(non-increasing rates)) and the non-increasing fit."""
+    rate = k / np.maximum(n, 1)
+    fit = isotonic_decreasing(rate, n)
+    return 2.0 * (_loglik(k, n, rate) - _loglik(k, n, fit)), fit
+
+
+def monotone_test(bits: np.ndarray, k: np.ndarray, n: np.ndarray, seed: int = 0) -> dict:
+    """Is the success rate non-increasing in `bits`? Levels with equal bits are pooled."""
+    order = np.argsort(bits, kind="stable")
+    ub, inv = np.unique(np.asarray(bits)[order], return_inverse=True)
+    kk = np.bincount(inv, np.asarray(k, np.float64)[order])
+    nn = np.bincount(inv, np.asarray(n, np.float64)[order])
+    stat, fit = lr_statistic(kk, nn)
+    rng = np.random.default_rng(seed)
+    null = [lr_statistic(rng.binomial(nn.astype(int), fit), nn)[0] for _ in range(BOOTSTRAP)]
+    p_value = (1 + sum(s >= stat - 1e-9 for s in null)) / (1 + BOOTSTRAP)
+    rate = kk / np.maximum(nn, 1)
+    violations = int(sum(rate[j] > rate[i] for i in range(len(rate)) for j in range(i + 1, len(rate))))
+    return {
+        "levels": len(ub),
+        "lr": stat,
+        "p_value": float(p_value),
+        "violations": violations,  # level pairs where the harder one was learned more often
+        "monotone": bool(p_value >= ALPHA),
+        "bits": ub.tolist(),
+        "rate": rate.tolist(),
+        "isotonic": fit.tolist(),
+    }
+
+
+def family_checks(table) -> list[dict]:
+    """monotone_test per (family, architecture) on the covariate and on the nominal bits."""
+    out = []
+    for f, name in enumerate(table.families):
+        for a in range(len(table.archs)):
+            cells: dict[int, list[int]] = {}
+            for r in table.rows:
+                if r["family"] == f and r["arch"] == a:
+                    cells.setdefault(r["level"], []).append(int(r["success"]))
+            if len(cells) < 2:
+                continue
+            lv = sorted(cells)
+            k = np.array([sum(cells[i]) for i in lv])
+            n = np.array([len(cells[i]) for i in lv])
+            test = {"family": name, "arch": a, "covariate": table.levels[lv[0]]["covariate"]}
+            test["test"] = monotone_test(np.array([table.levels[i]["bits"] for i in lv]), k, n)
+            test["nominal"] = monotone_test(np.array([table.levels[i]["complexity_bits"] for i in lv]), k, n)
+            out.append(test)
+    return out
+
+
+def task_class(family: str):
+    """The registered task class behind a family name (`binop:add` -> binop), or None."""
+    from jaxcap.tasks import TASKS
+
+    return TASKS.get(family.split(":")[0])
+
+
+def family_info(family: str, level_fields: list[dict]) -> dict:
+    """What predict needs to turn a level value or a complexity into a query for one family: the
+    task, its level field and fixed fields, the covariate of a level value, and the range of
+    covariates the task can produce with those fixed fields (a query outside is an error)."""
+    cls = task_class(family)
+    varying = sorted(k for k in level_fields[0] if len({repr(f[k]) for f in level_fields}) > 1)
+    info = {"task": None, "field": None, "fixed": {}, "bits_range": None, "values_range": None}
+    if cls is None or len(varying) != 1:
+        return info
+    field = varying[0]
+    fixed = {k: v for k, v in level_fields[0].items() if k != field}
+    rule = cls.SCHEMA.get(field)
+    low, high = getattr(rule, "low", None), getattr(rule, "high", None)
+    if not all(isinstance(f[field], int) for f in level_fields) or low is None or high is None:
+        return {**info, "task": family.split(":")[0], "field": field, "fixed": fixed}
+    # every value of a small range, else a geometric sample (the ends of the range are in it)
+    values = (
+        range(low, high + 1) if high - low <= 2000 else np.unique(np.geomspace(low, high, 2000).astype(int))
+    )
+    bits = {}
+    for v in values:
+        b = level_bits(family, fixed, field, int(v))
+        if b is not None:
+            bits[int(v)] = b
+    return {
+        "task": family.split(":")[0],
+        "field": field,
+        "fixed": fixed,
+        "bits_range": [min(bits.values()), max(bits.values())] if bits else None,
+        "values_range": [min(bits), max(bits)] if bits else None,
+    }
+
+
+def level_bits(family: str, fixed: dict, field: str, value) -> float | None:
+    """The covariate of one level value (None if the task does not allow it)."""
+    from jaxcap.config.fields import ConfigError
+
+    try:
+        return checked_level_bits(family, fixed, field, value)
+    except (ConfigError, ValueError, TypeError):
+        return None
+
+
+def checked_level_bits(family: str, fixed: dict, field: str, value) -> float:
+    """The covariate of one level value; ConfigError (naming the allowed values) if invalid."""
+    cls = task_class(family)
+    rule = cls.SCHEMA.get(field)
+    if rule is not None:
+        rule(f"config.task.{field}", value)
+    task = _build(cls, {**fixed, field: value})
+    task.check()
+    knobs = {k: getattr(task, k) for k in task.spec.knobs}
+    row = {"family": family.split(":")[0], "task": {**dataclasses.asdict(task), **knobs}}
+    return covariate({**row, "complexity_bits": task.complexity_bits(knobs)})[1]

@@ -1,0 +1,123 @@
+"""Scores of held-out predictions: Brier and its decomposition, log loss, AUC, reliability, PIT.
+
+* Brier score (Brier 1950) with Murphy's (1973) decomposition Brier = REL − RES + UNC, grouped
+  by cell (every run of a cell gets the same forecast, so the identity is exact);
+* the irreducible floor: a forecaster who knew each cell's true success rate p would still score
+  p (1 − p) per run; k (n − k) / (n (n − 1)) estimates it without bias from a cell's n seed
+  replicates with k successes (the unbiased binomial variance);
+* log loss (mean negative log predictive probability: the pointwise elpd of Vehtari et al. 2017,
+  arXiv:1507.04544, with the sign flipped), ROC AUC (Mann-Whitney form, ties counted half),
+  pooled and within each family; a reliability table (Murphy & Winkler 1977);
+* for the meta-model, randomized PIT coverage of each held-out cell's success count (Czado,
+  Gneiting & Held 2009: u = F(k−1) + V (F(k) − F(k−1)) is uniform under a calibrated forecast,
+  so u in the central 50% / 90% interval that often), with the median width of the 50% / 90%
+  credible intervals of P(success) (an interval of [0, 1] covers everything and says nothing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import binom
+
+MASSES = (50, 90)
+
+
+def cell_record(key: tuple, p: np.ndarray, n: int, k: int, rng: np.random.Generator) -> dict:
+    """One held-out cell: posterior draws p [S] of its P(success), n runs, k successes."""
+    rec = {"arch": key[0], "family": key[1], "level": key[2], "trials": n, "successes": k}
+    rec["p_mean"] = float(p.mean())
+    below, upto = binom.cdf(k - 1, n, p).mean(), binom.cdf(k, n, p).mean()
+    rec["pit"] = float(below + rng.random() * (upto - below))
+    for mass in MASSES:
+        tail = (1 - mass / 100) / 2
+        lo, hi = np.quantile(p, [tail, 1 - tail])
+        rec[f"p_lo{mass}"], rec[f"p_hi{mass}"] = float(lo), float(hi)
+        rec[f"pit_covered{mass}"] = bool(tail <= rec["pit"] <= 1 - tail)
+    return rec
+
+
+def auc(y: np.ndarray, p: np.ndarray) -> float | None:
+    """P(p_success > p_failure) over pairs, ties half; None if only one class is present."""
+    pos, neg = p[y == 1], p[y == 0]
+    if not len(pos) or not len(neg):
+        return None
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def reliability(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[dict]:
+    """Per probability bin: how many, mean predicted, observed frequency."""
+    which = np.minimum((p * bins).astype(int), bins - 1)
+    return [
+        {
+            "lo": b / bins,
+            "hi": (b + 1) / bins,
+            "n": int((which == b).sum()),
+            "predicted": float(p[which == b].mean()),
+            "observed": float(y[which == b].mean()),
+        }
+        for b in range(bins)
+        if (which == b).any()
+    ]
+
+
+def decomposition(y: np.ndarray, p: np.ndarray, group: np.ndarray) -> dict:
+    """Murphy's REL, RES, UNC over groups of equal forecasts (cells); REL − RES + UNC = Brier."""
+    _, g = np.unique(group, return_inverse=True)
+    n_g = np.bincount(g)
+    o_g, f_g = np.bincount(g, y) / n_g, np.bincount(g, p) / n_g
+    o = y.mean()
+    return {
+        "reliability": float(np.sum(n_g * (f_g - o_g) ** 2) / len(y)),
+        "resolution": float(np.sum(n_g * (o_g - o) ** 2) / len(y)),
+        "uncertainty": float(o * (1 - o)),
+    }
+
+
+def replicate_floor(y: np.ndarray, group: np.ndarray) -> float | None:
+    """Mean over runs of the unbiased estimate of p (1 − p) of the run's cell (cells with >= 2
+    runs); the Brier score no forecast can beat on average."""
+    _, g = np.unique(group, return_inverse=True)
+    n_g, k_g = np.bincount(g), np.bincount(g, y)
+    ok = n_g >= 2
+    if not ok.any():
+        return None
+    var = k_g[ok] * (n_g[ok] - k_g[ok]) / (n_g[ok] * (n_g[ok] - 1))
+    return float(np.sum(n_g[ok] * var) / n_g[ok].sum())
+
+
+def method_scores(y: np.ndarray, p: np.ndarray, family: np.ndarray, group: np.ndarray) -> dict:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    within = {int(f): auc(y[family == f], p[family == f]) for f in np.unique(family)}
+    defined = [v for v in within.values() if v is not None]
+    return {
+        "brier": float(np.mean((p - y) ** 2)),
+        "log_loss": float(-np.mean(np.where(y == 1, np.log(p), np.log1p(-p)))),
+        "auc": auc(y, p),
+        "auc_within_family": within,
+        "auc_within_mean": float(np.mean(defined)) if defined else None,
+        "decomposition": decomposition(y, p, group),
+        "reliability": reliability(y, p),
+    }
+
+
+def scores(rows: list[dict], cells: list[dict], methods: tuple[str, ...]) -> dict:
+    """Every method's scores over held-out runs; PIT coverage and widths for the meta-model."""
+    if not rows:
+        return {}
+    y = np.array([r["y"] for r in rows], np.float64)
+    family = np.array([r["family"] for r in rows])
+    group = np.array([hash((r["fold"], r["arch"], r["level"])) for r in rows])
+    out = {
+        "n_rows": len(rows),
+        "n_cells": len(cells),
+        "base_rate": float(y.mean()),
+        "floor": replicate_floor(y, group),
+    }
+    for m in methods:
+        out[m] = method_scores(y, np.array([r[m] for r in rows]), family, group)
+    for mass in MASSES:
+        out["meta_model"][f"pit_coverage{mass}"] = float(np.mean([c[f"pit_covered{mass}"] for c in cells]))
+        widths = [c[f"p_hi{mass}"] - c[f"p_lo{mass}"] for c in cells]
+        out["meta_model"][f"median_width{mass}"] = float(np.median(widths))
+    return out

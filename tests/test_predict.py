@@ -1,0 +1,135 @@
+"""jaxcap.predict's queries on a hand-made posterior (no sampling): a fitted level uses its
+fitted effect, levels and complexities outside a family's range are errors naming the range,
+--arch matches fields exactly (unknown field, ambiguous match, new architecture), a family
+outside a fit with too few families is refused, and --json prints what the text shows."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from jaxcap import predict
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import simulate as meta_simulate
+
+S = 400
+
+
+def _rows(family, field, values, fixed, bits_fn, arch):
+    model = meta_simulate.arch_model(arch)
+    return [
+        {
+            "seed": seed,
+            "status": "ok",
+            "family": family,
+            "task": {**fixed, field: v},
+            "hparams": {},
+            "complexity_bits": bits_fn(v),
+            "chance": 0.5,
+            "success_metric": "val_accuracy",
+            "success_threshold": 0.9,
+            "higher_is_better": True,
+            "success": seed < 1,
+            "final": {"val_accuracy": 0.5},
+            "n_params": 1000,
+            "model": model,
+        }
+        for v in values
+        for seed in range(2)
+    ]
+
+
+@pytest.fixture(scope="module")
+def posterior():
+    rows = []
+    for a in range(2):
+        rows += _rows(
+            "random_labels",
+            "dataset_size",
+            (64, 256),
+            dict(vocab_size=16, seq_len=8, n_classes=4),
+            lambda n: 2.0 * n,
+            a,
+        )
+        rows += _rows("modulo", "modulus", (5, 16), dict(base=10, digits=4, train_fraction=0.5), math.log2, a)
+        parity = lambda k: math.log2(sum(math.comb(16, j) for j in range(k + 1)))  # noqa: E731
+        rows += _rows("parity", "k", (1, 3), dict(n=16, secret_seed=0), parity, a)
+    table = meta_data.build_table(rows)
+    rng = np.random.default_rng(0)
+    n_l = len(table.levels)
+    draws = {
+        "mu_log_C": rng.normal(5, 0.1, S),
+        "sigma_log_C": np.abs(rng.normal(0, 0.5, S)),
+        "beta": rng.normal(0, 0.1, (S, 4)) + np.array([1.0, 0, 0, 0]),
+        "log_C": rng.normal(5, 0.1, (S, 2)),
+        "log_theta": np.stack([np.zeros(S), rng.normal(2, 0.1, S), rng.normal(-1, 0.1, S)], 1),
+        "kappa": np.full((S, 3), 4.0),
+        "sigma_level": np.full((S, 3), 0.5),
+        "level_effect": np.zeros((S, n_l)),
+        "mu_log_theta": rng.normal(0, 1, S),
+        "sigma_log_theta": np.full(S, 1.0),
+        "mu_log_kappa": np.full(S, 1.4),
+        "sigma_log_kappa": np.full(S, 0.3),
+    }
+    draws["level_effect"][:, 2] = 3.0  # modulo 5 is much harder than its bits say
+    return meta_fit.Posterior(draws, meta_fit.table_meta(table, 0))
+
+
+def test_a_fitted_level_uses_its_effect(posterior):
+    assert [lv["label"] for lv in posterior.meta["levels"][2:4]] == ["modulus=5", "modulus=16"]
+    a0 = predict.resolve_arch(posterior, "a0")[0]
+    seen = predict.resolve_levels(posterior, "modulo", ["5"], [])
+    assert seen[0]["level"] == 2 and seen[0]["bits"] == pytest.approx(5 * math.log2(5))
+    by_bits = predict.resolve_levels(posterior, "modulo", [], [seen[0]["bits"]])
+    assert by_bits[0]["level"] == 2  # the fitted level's covariate is that level too
+    new = predict.resolve_levels(posterior, "modulo", ["25"], [])[0]
+    assert new["level"] is None and new["bits"] == pytest.approx(50 * math.log2(25))  # digit classes 10 x 5
+    p_seen = predict.predict(posterior, "modulo", seen, a0)["points"][0]
+    p_new = predict.predict(posterior, "modulo", [{**seen[0], "level": None}], a0)["points"][0]
+    assert p_seen["seen_level"] and not p_new["seen_level"] and p_seen["p"] < p_new["p"] - 0.1
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--task", "parity", "--level", "20"],
+            "--level k=20: config.task.k: got 20; allowed: at most config.task.n (16)",
+        ),
+        (["--task", "parity", "--complexity", "20"], "allowed: 4.087 to 16 bits"),
+        (["--task", "modulo", "--level", "1"], "config.task.modulus: got 1"),
+        (
+            ["--task", "parity", "--level", "2", "--arch", "d_modle=64"],
+            "--arch: unknown field 'd_modle'; fields:",
+        ),
+        (["--task", "parity", "--level", "2", "--arch", "n_heads=4"], "ambiguous, matches a0:"),
+        (
+            ["--task", "parity", "--level", "2", "--arch", "d_model=128"],
+            "the fitted ones differ in d_ff, d_head",
+        ),
+        (
+            ["--task", "parity", "--level", "2", "--arch", "d_model=big"],
+            "--arch d_model: got 'big'; allowed: a int",
+        ),
+        (["--task", "copying", "--complexity", "8"], "--task copying: not a fitted family"),
+    ],
+)
+def test_bad_queries_are_one_line_errors(posterior, monkeypatch, capsys, args, message):
+    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    code = predict.main(["--posterior", "workdir", *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_arch_matching_and_json(posterior, monkeypatch, capsys):
+    assert predict.resolve_arch(posterior, "d_model=64")[0]["index"] == 1  # exact field match
+    new = predict.resolve_arch(posterior, "d_model=128,d_head=32,d_ff=256")[0]
+    assert new["index"] is None and "covariate regression" in new["label"]
+    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    code = predict.main(["--posterior", "workdir", "--task", "parity", "--level", "1", "3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(out) == 2 and [p["level"] for p in out[0]["points"]] == ["k=1", "k=3"]
+    assert set(out[0]["boundaries"]) == {"random_labels", "modulo", "parity"}
+    assert all(p["lo90"] <= p["median"] <= p["hi90"] for r in out for p in r["points"])
