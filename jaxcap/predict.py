@@ -29,6 +29,7 @@ import sys
 
 import numpy as np
 
+from jaxcap.config import cli
 from jaxcap.meta.cells import arch_covariates
 from jaxcap.meta.difficulty import checked_level_bits
 from jaxcap.meta.fit import Posterior, load_posterior, summarize
@@ -132,9 +133,15 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
     return points
 
 
-def check_family(posterior: Posterior, family: str) -> None:
-    """A family outside the fit is refused while the fit has too few families to say anything."""
+def check_family(posterior: Posterior, family: str, new_family: bool = True) -> None:
+    """A family outside the fit must be asked for as one (`--new-family`: a typo is not a new
+    family), and is refused while the fit has too few families to say anything about it."""
     fitted = posterior.meta["families"]
+    if family not in fitted and not new_family:
+        raise QueryError(
+            f"--task {family}: not a fitted family; allowed: {', '.join(fitted)}, or --new-family to "
+            "predict an unseen family from the family population"
+        )
     if family not in fitted and len(fitted) < MIN_FAMILIES:
         raise QueryError(
             f"--task {family}: not a fitted family ({', '.join(fitted)}); a new family is predicted "
@@ -195,12 +202,15 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jaxcap.predict", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=cli.prog("predict"), description=__doc__.splitlines()[0])
     parser.add_argument("--posterior", required=True, help="a calibrate workdir or its posterior.nc")
     parser.add_argument("--task", required=True, help="task family, e.g. modulo or binop:add")
     parser.add_argument("--level", nargs="+", default=[], help="values of the family's level field")
     parser.add_argument("--complexity", type=float, nargs="+", default=[], help="difficulty covariate, bits")
     parser.add_argument("--arch", default=None, help="a0, a1, ... or model fields d_model=64,n_heads=4")
+    parser.add_argument(
+        "--new-family", action="store_true", help="--task names a family the fit has not seen"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
@@ -210,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--complexity: allowed: bits > 0")
     try:
         posterior = load_posterior(args.posterior)
-        check_family(posterior, args.task)
+        check_family(posterior, args.task, args.new_family)
         points = resolve_levels(posterior, args.task, args.level, args.complexity)
         results = [
             predict(posterior, args.task, points, a, args.seed) for a in resolve_arch(posterior, args.arch)
@@ -225,5 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The `jaxcap-predict` console script."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()

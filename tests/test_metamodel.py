@@ -129,6 +129,17 @@ def test_posterior_round_trips_and_arviz_reads_it(fitted):
     assert post["log_C"].shape == (NUTS.chains, NUTS.samples, 2)
     assert list(post["family"].values) == ["sim0", "sim1", "sim2", "sim3"]
     assert idata["sample_stats"]["diverging"].shape == (NUTS.chains, NUTS.samples)
+    # the full InferenceData (issue 20): energy and tree depth for BFMI, pointwise log-likelihood
+    # for LOO, the observed counts; ArviZ's own diagnostics run on it
+    n_cells = idata["observed_data"]["successes"].shape[0]
+    assert idata["log_likelihood"]["successes"].shape == (NUTS.chains, NUTS.samples, n_cells)
+    assert (idata["sample_stats"]["tree_depth"].values >= 1).all()
+    bfmi = az.bfmi(idata)
+    assert bfmi.shape == (NUTS.chains,) and np.isfinite(bfmi).all()
+    loo = az.loo(idata, pointwise=True)
+    assert np.isfinite(loo.elpd_loo) and loo.loo_i.shape == (n_cells,)
+    summary = az.summary(idata, var_names=["log_C"])
+    assert list(summary.columns[:2]) == ["mean", "sd"] and len(summary) == 2
 
 
 def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):

@@ -113,7 +113,11 @@ def test_a_fitted_level_uses_its_effect(posterior):
             ["--task", "parity", "--level", "2", "--arch", "d_model=big"],
             "--arch d_model: got 'big'; allowed: a int",
         ),
-        (["--task", "copying", "--complexity", "8"], "--task copying: not a fitted family"),
+        (["--task", "copying", "--complexity", "8"], "--task copying: not a fitted family; allowed:"),
+        (  # asked for as a new family: refused for another reason, too few fitted families
+            ["--task", "copying", "--complexity", "8", "--new-family"],
+            "a new family is predicted from the family population, which needs",
+        ),
     ],
 )
 def test_bad_queries_are_one_line_errors(posterior, monkeypatch, capsys, args, message):

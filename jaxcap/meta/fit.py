@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -30,7 +31,8 @@ import jax
 import numpy as np
 import xarray as xr
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
-from numpyro.infer import MCMC, NUTS
+from numpyro.infer import MCMC, NUTS, log_likelihood
+from tqdm import tqdm
 
 from jaxcap.meta import model as metamodel
 from jaxcap.meta.cells import FOLD_KEYS, arch_design, cell_data, choose_reference, stack_folds
@@ -88,7 +90,7 @@ def chain_method(chains: int) -> str:
     return "parallel" if jax.local_device_count() >= chains else "sequential"
 
 
-def _sampler(settings: NutsSettings) -> MCMC:
+def _sampler(settings: NutsSettings, progress: bool = False) -> MCMC:
     """One MCMC object for every fit of a table: `jit_model_args` compiles the sampler once as a
     function of the data, so the folds of a validation (same shapes) reuse that compile."""
     return MCMC(
@@ -97,7 +99,7 @@ def _sampler(settings: NutsSettings) -> MCMC:
         num_samples=settings.samples,
         num_chains=settings.chains,
         chain_method="parallel" if jax.local_device_count() >= settings.chains else "sequential",
-        progress_bar=False,
+        progress_bar=progress,  # NumPyro's bar: one per chain
         jit_model_args=True,
     )
 
@@ -107,6 +109,8 @@ class NutsRun(NamedTuple):
     diverging: np.ndarray  # [chains, draws, K]
     steps: np.ndarray  # leapfrog steps per draw [chains, draws, K]
     seconds: float
+    energy: np.ndarray  # Hamiltonian energy per draw [chains, draws, K] (ArviZ's BFMI)
+    log_lik: np.ndarray  # pointwise log-likelihood per cell [chains, draws, K, cells] (az.loo)
 
 
 def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsRun:
@@ -115,25 +119,34 @@ def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsR
     over the CPU host devices when the process has one per chain (`reserve_chain_devices`)."""
     start = time.time()
     values: dict[str, list] = {k: [] for k in SITES}
-    diverging, steps = [], []
+    diverging, steps, energy, log_lik = [], [], [], []
+    n_fits = successes.shape[0]
     with jax.enable_x64(True):
-        mcmc = _sampler(settings)
-        for k in range(successes.shape[0]):
+        # a single fit shows NumPyro's per-chain bars on a terminal; the K fits of a validation
+        # one bar over the fits (per-step host callbacks would slow K short runs)
+        mcmc = _sampler(settings, progress=n_fits == 1 and sys.stderr.isatty())
+        for k in tqdm(range(n_fits), desc="NUTS fits", unit="fit", disable=n_fits == 1, dynamic_ncols=True):
             fold = {name: np.asarray(v[k] if name in FOLD_KEYS else v) for name, v in data.items()}
             key = jax.random.fold_in(jax.random.key(settings.seed), k)
             obs = np.asarray(successes[k], np.float64)
-            mcmc.run(key, fold, obs=obs, extra_fields=("diverging", "num_steps"))
+            mcmc.run(key, fold, obs=obs, extra_fields=("diverging", "num_steps", "energy"))
             samples = mcmc.get_samples(group_by_chain=True)
             for name in SITES:
                 values[name].append(np.asarray(samples[name], np.float64))
             extra = mcmc.get_extra_fields(group_by_chain=True)
             diverging.append(np.asarray(extra["diverging"]))
             steps.append(np.asarray(extra["num_steps"]))
+            energy.append(np.asarray(extra["energy"], np.float64))
+            # pointwise log-likelihood of every cell under every draw (az.loo, az.waic)
+            ll = log_likelihood(metamodel.model, mcmc.get_samples(), fold, obs=obs)["successes"]
+            log_lik.append(np.asarray(ll, np.float64).reshape(*extra["energy"].shape[:2], -1))
     return NutsRun(
         {name: np.stack(v, axis=2) for name, v in values.items()},
         np.stack(diverging, axis=2),
         np.stack(steps, axis=2),
         time.time() - start,
+        np.stack(energy, axis=2),
+        np.stack(log_lik, axis=2),
     )
 
 
@@ -214,7 +227,15 @@ def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Post
         "seconds": run.seconds,
         "diagnostics": diag,
     }
-    by_chain = {"draws": draws, "diverging": diverging, "data": data, "obs": successes}
+    by_chain = {
+        "draws": draws,
+        "diverging": diverging,
+        "data": data,
+        "obs": successes,
+        "energy": run.energy[:, :, 0],
+        "steps": run.steps[:, :, 0],
+        "log_lik": run.log_lik[:, :, 0],
+    }
     return Posterior(flatten(draws), meta), by_chain
 
 
@@ -239,8 +260,19 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         coords={**base, **{d: coords[d] for d in ("arch", "family", "level", "covariate")}},
         attrs={"jaxcap": json.dumps(posterior.meta), "inference_library": "numpyro"},
     )
-    stats = xr.Dataset({"diverging": (("chain", "draw"), by_chain["diverging"])}, coords=base)
+    steps = by_chain["steps"]
+    stats = xr.Dataset(
+        {
+            "diverging": (("chain", "draw"), by_chain["diverging"]),
+            "energy": (("chain", "draw"), by_chain["energy"]),
+            "n_steps": (("chain", "draw"), steps),
+            # NUTS doubles its trajectory: 2^depth - 1 leapfrog steps for a full tree of depth `depth`
+            "tree_depth": (("chain", "draw"), np.ceil(np.log2(steps + 1)).astype(np.int64)),
+        },
+        coords=base,
+    )
     observed = xr.Dataset({"successes": (("cell",), by_chain["obs"])})
+    log_lik = xr.Dataset({"successes": (("chain", "draw", "cell"), by_chain["log_lik"])}, coords=base)
     dims = {
         "arch_x": ("arch", "covariate"),
         "arch_rot": ("covariate", "basis"),
@@ -258,6 +290,7 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         [
             ("posterior", post),
             ("sample_stats", stats),
+            ("log_likelihood", log_lik),
             ("observed_data", observed),
             ("constant_data", constant),
         ]
