@@ -102,7 +102,13 @@ def test_quickstart_runs_a_smoke_calibration(tmp_path, monkeypatch):
     assert "## Effective capacity C per architecture" in table and "| architecture |" in table
     assert "![" not in table  # figure links would not resolve from the notebook's folder
     pngs = sorted(p.name for p in (tmp_path / "run" / "report").glob("*.png"))
-    assert pngs == ["calibration.png", "capacity.png", "heldout.png", "monotone.png", "success_vs_complexity.png"]
+    assert pngs == [
+        "calibration.png",
+        "capacity.png",
+        "heldout.png",
+        "monotone.png",
+        "success_vs_complexity.png",
+    ]
     shown = [o for o in outputs["figures"] if o.output_type == "display_data" and "image/png" in o.data]
     assert len(shown) == len(pngs) and text("figures").split() == pngs
     assert text("predict").count("P(learned)") == 3
