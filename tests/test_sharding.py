@@ -61,7 +61,8 @@ def straight(tmp_path_factory):
 
 SHARDED = textwrap.dedent("""
     import jax, numpy as np
-    from jaxcap import sharding, tasks
+    from jaxcap import tasks
+    from jaxcap.core import sharding
     from jaxcap.models import ModelConfig
     from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
     from jaxcap.core.train import TrainSettings, make_population
