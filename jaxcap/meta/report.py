@@ -25,6 +25,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.Generator) -> Path:
     meta, d = posterior.meta, posterior.draws
     n_f = len(meta["families"])
@@ -65,10 +72,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         ax.set_xlabel(f"{covariate} (bits)")
     axes[0][0].set_ylabel("P(success): dots observed, line predicted")
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_capacity(path: Path, posterior: Posterior) -> Path:
@@ -98,10 +102,7 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     ref = posterior.meta["families"][posterior.meta["reference"]]
     ax.set_ylabel(f"C (bits of {ref})")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_calibration(path: Path, valid: dict) -> Path:
@@ -122,10 +123,7 @@ def plot_calibration(path: Path, valid: dict) -> Path:
         ax.set_xlabel("predicted P(success)")
         ax.set_ylabel("observed frequency")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_heldout(path: Path, valid: dict) -> Path:
@@ -148,10 +146,7 @@ def plot_heldout(path: Path, valid: dict) -> Path:
         ax.legend(fontsize=7)
     else:  # validation was turned off (e.g. the enhance configs' default)
         ax.set_title("no held-out validation in this run", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_monotone(path: Path, checks: list[dict]) -> Path:
@@ -172,10 +167,7 @@ def plot_monotone(path: Path, checks: list[dict]) -> Path:
     axes[1][0].set_ylabel("success rate (nominal bits)")
     if checks:
         axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: dict) -> list[Path]:
