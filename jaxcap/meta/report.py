@@ -80,23 +80,13 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     c = np.exp(posterior.draws["log_C"])
     fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(tables["archs"]), 3.6))
     ax.violinplot([c[:, a] for a in range(c.shape[1])], showmedians=True)
+    budgets = (
+        ("attention_bits", "C1", "H x d_head x precision"),
+        ("param_bits", "C3", "params x precision (body)"),
+    )
     for a, arch in enumerate(tables["archs"]):
-        ax.scatter(
-            [a + 1],
-            [arch["attention_bits"]],
-            marker="_",
-            s=400,
-            color="C1",
-            label="H x d_head x precision" if a == 0 else None,
-        )
-        ax.scatter(
-            [a + 1],
-            [arch["param_bits"]],
-            marker="_",
-            s=400,
-            color="C3",
-            label="params x precision (body)" if a == 0 else None,
-        )
+        for key, colour, label in budgets:
+            ax.scatter([a + 1], [arch[key]], marker="_", s=400, color=colour, label=label if a == 0 else None)
     ax.set_yscale("log")
     ax.set_xticks(range(1, c.shape[1] + 1), [a["label"].split(":")[0] for a in tables["archs"]])
     ref = posterior.meta["families"][posterior.meta["reference"]]
