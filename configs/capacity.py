@@ -28,33 +28,45 @@ accelerator) was written and validated (`capacity_run.check`) but has not been r
 from jaxcap.config.base import base_config, parse_arg
 
 ARCHITECTURES = (  # the base model is 1 layer, d_model 16, 2 heads x 8, d_ff 64
-    "model.d_model=8,model.n_heads=1,model.d_ff=32,train.chunk_steps=20",  # short chunks: small n
+    "model.d_model=8,model.n_heads=1,model.d_ff=16",
+    "model.d_model=8,model.n_heads=1,model.d_ff=32",
+)
+SCALE = (  # ~1k to ~30k parameters (`:scale`)
+    "model.d_model=8,model.n_heads=1,model.d_ff=32",
     "model.d_model=16",
     "model.d_model=16,model.n_layers=2",
-    "model.d_model=24,model.n_heads=3,model.d_ff=96",
+    "model.d_model=32,model.n_heads=4,model.d_ff=128",
+    "model.d_model=48,model.n_heads=6,model.d_ff=192",
 )
+# the memorization recipe (docs/capacity.md, "Why jaxcap stored less"): GPT-style learned
+# positions and small embedding tables read without the sqrt(d_model) multiplier, Adam β2 0.999
+RECIPE_MODEL = dict(pos_encoding="learned", embed_std=0.02, embed_sqrt_d=False)
+RECIPE_GRID = dict(learning_rate=(5e-3, 1e-2, 2e-2), b2=(0.98, 0.999), init_scale=(1.0, 0.5))
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg, ("smoke", "full", "labels"))
+    variant = parse_arg(arg, ("smoke", "full", "labels", "scale", "precision"))
     c = base_config("random_labels" if variant == "labels" else "random_tokens")
     c.experiment = "capacity"
     c.task.update(vocab_size=16, seq_len=16, n_eval=64)
     c.sweep.task.dataset_size = ()  # sized per architecture by capacity.bits_per_param_grid
     c.sweep.seeds = 3
-    c.sweep.hparams.learning_rate = (1e-2,)  # the best of 3e-3, 1e-2, 3e-2 at 250-2,000 exposures
+    c.sweep.hparams.update(RECIPE_GRID)  # searched per architecture (capacity.search_exposures)
     c.sweep.buckets = ARCHITECTURES
-    c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=64, attention="causal")
-    c.hparams.update(weight_decay=0.0, dropout=0.0, warmup_steps=50.0)
-    # a cap only: each size stops at the last exposure budget (n = 535 needs 16,719 steps)
-    c.train.update(steps=17_000, chunk_steps=100, batch_size=32)
+    c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=64, attention="causal", **RECIPE_MODEL)
+    c.hparams.update(weight_decay=0.0, dropout=0.0, warmup_steps=50.0, b2=0.999)
+    # a cap only: each size stops at its last budget (n = 176 needs 88,000 steps for 16,000)
+    c.train.update(steps=88_000, chunk_steps=100, batch_size=32)
     c.eval.batch_size = 512
     c.capacity = dict(
-        bits_per_param_grid=(1.0, 2.0, 4.0),  # dataset bits / n_params: n per architecture
+        bits_per_param_grid=(2.0, 4.0, 8.0),  # dataset bits / n_params: n per architecture
         growth=2.0,
         extend=1,
         max_rounds=1,
-        exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0),
+        exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 4e3, 8e3, 16e3),
+        annealed=(4e3, 8e3),  # each its own run decayed to 0 there: the verdict reads these
+        anneal_schedule="linear",
+        search_exposures=1e3,  # the recipe grid, annealed to 1,000 exposures on the middle size
         saturation_tol=0.05,
         plateau_tol=0.05,
     )
@@ -64,9 +76,53 @@ def get_config(arg=None):
         c.task.update(vocab_size=64, seq_len=10, n_classes=16)
         c.model.attention = "bidirectional"
         c.sweep.buckets = ARCHITECTURES[:2]  # 4 bits per 10-token item: 10x the tokens per bit
+        c.sweep.hparams.update(learning_rate=(1e-2,), b2=(), init_scale=())
+        c.capacity.update(
+            bits_per_param_grid=(1.0, 2.0, 4.0),
+            exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3),
+            annealed=(1e3,),
+            search_exposures=0.0,
+        )
         c.train.update(batch_size=128, steps=36_000)
+    elif variant == "precision":
+        # one architecture (1 layer, d_model 8, ff 16) at five numerics, the default's recipe for it
+        # fixed (no search), annealed to 2,000 and 4,000 exposures: capacity multipliers vs float32
+        base = ARCHITECTURES[0]
+        c.sweep.buckets = tuple(
+            f"{base},{numerics}" if numerics else base
+            for numerics in (
+                "",
+                "model.compute_dtype=bfloat16",
+                "model.param_dtype=float64,model.compute_dtype=float64",
+                "model.qat_bits=8",
+                "model.qat_bits=4",
+            )
+        )
+        c.sweep.hparams.update(learning_rate=(), b2=(), init_scale=())
+        c.hparams.update(learning_rate=2e-2, b2=0.98, init_scale=0.5)  # the default's search winner
+        c.capacity.update(
+            bits_per_param_grid=(4.0, 8.0),
+            exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 4e3),
+            annealed=(2e3, 4e3),
+            search_exposures=0.0,
+        )
+        c.train.steps = 22_000
+    elif variant == "scale":
+        # the size trend, ~1.3k to ~30k parameters: a shorter protocol (annealed 1,000 and 2,000
+        # exposures, the recipe searched at 500), sizes 2 and 4 x the parameter count
+        c.sweep.buckets = SCALE
+        c.sweep.seeds = 2
+        c.capacity.update(
+            bits_per_param_grid=(2.0, 4.0),
+            exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3),
+            annealed=(1e3, 2e3),
+            search_exposures=500.0,
+        )
+        c.train.update(steps=250_000, chunk_steps=200)
     elif variant == "smoke":
         c.task.n_eval = 32
+        c.sweep.hparams.update(learning_rate=(1e-2,), b2=(), init_scale=())
+        c.capacity.update(annealed=(), search_exposures=0.0)
         c.sweep.task.dataset_size = (4, 8)  # neither plateaus by 100 exposures: round 2 adds 16, 32
         c.capacity.bits_per_param_grid = ()
         c.sweep.seeds = 2
@@ -76,9 +132,15 @@ def get_config(arg=None):
         c.capacity.update(max_rounds=2, extend=2, exposures=(10.0, 20.0, 50.0, 100.0))
         c.note = "smoke test: two tiny models for a few steps"
     elif variant == "full":
-        c.capacity.update(max_rounds=2, exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3))
+        c.capacity.update(
+            max_rounds=2,
+            exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3),
+            annealed=(1e3, 2e3),
+            search_exposures=250.0,
+            bits_per_param_grid=(1.0, 2.0, 4.0),
+        )
         c.sweep.seeds = 2
-        c.sweep.hparams.learning_rate = (3e-3, 1e-2)
+        c.sweep.hparams.update(learning_rate=(3e-3, 1e-2), b2=(0.98, 0.999), init_scale=(1.0,))
         c.sweep.buckets = (
             "model.d_model=32,model.n_heads=2,model.d_head=16,model.d_ff=128",
             "model.d_model=64,model.n_heads=4,model.d_head=16,model.d_ff=256",

@@ -43,8 +43,12 @@ def test_unknown_variant_is_named():
         ),
         (lambda c: c.task.update(train_fraction=0.99999), "leaves 10000 train, 0 val and 0 test"),
         (
-            lambda c: c.train.update(schedule="linear"),
-            "config.train.schedule: got 'linear'; allowed: constant, cosine",
+            lambda c: c.train.update(schedule="exponential"),
+            "config.train.schedule: got 'exponential'; allowed: constant, cosine, linear",
+        ),
+        (
+            lambda c: c.hparams.update(decay_steps=100.0),
+            "config.hparams.decay_steps: got 100 with config.train.schedule 'constant'; allowed: 0, or",
         ),
     ],
 )

@@ -18,6 +18,7 @@ from jaxcap.config.fields import Bool, Choice, ConfigError, Float, Int, Str, Tup
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES
 from jaxcap.core.runtime import MATMUL_PRECISIONS
+from jaxcap.core.train import SCHEDULES
 from jaxcap.models import config as model_config
 
 HPARAM_RULES = {
@@ -28,6 +29,7 @@ HPARAM_RULES = {
     "b2": Float(0.0, 1.0, open_high=True),
     "init_scale": Float(0.0),
     "label_smoothing": Float(0.0, 1.0, open_high=True),
+    "decay_steps": Float(0.0),
 }
 
 
@@ -84,6 +86,8 @@ def base_config(task: str) -> ml_collections.ConfigDict:
             angular="none",
             angular_n=0,
             angular_tokens=0,
+            embed_std=1.0,  # token/position tables at init (jaxcap/models/config.py)
+            embed_sqrt_d=True,
         )
     )
     c.hparams = ml_collections.ConfigDict(DEFAULT_HPARAMS)
@@ -166,6 +170,8 @@ def schema(config) -> dict:
             "angular": Choice(model_config.ANGULAR),
             "angular_n": Int(0),
             "angular_tokens": Int(0),
+            "embed_std": Float(1e-6, 1e3),
+            "embed_sqrt_d": Bool(),
         },
         "hparams": dict(HPARAM_RULES),
         "sweep": {
@@ -178,7 +184,7 @@ def schema(config) -> dict:
             "steps": Int(1),
             "chunk_steps": Int(1),
             "batch_size": Int(1),
-            "schedule": Choice(("constant", "cosine")),
+            "schedule": Choice(SCHEDULES),
             "b1": Float(0.0, 1.0, open_high=True),
             "eps": Float(0.0),
             "clip_norm": Float(0.0),
@@ -223,6 +229,12 @@ def _check_variant(config) -> None:
         raise ConfigError(
             f"config.train.steps: got {config.train.steps}; allowed: a multiple of "
             f"config.train.chunk_steps ({config.train.chunk_steps})"
+        )
+    decays = [config.hparams.decay_steps, *config.sweep.hparams.decay_steps]
+    if config.train.schedule == "constant" and any(decays):
+        raise ConfigError(
+            f"config.hparams.decay_steps: got {max(decays):g} with config.train.schedule 'constant'; "
+            "allowed: 0, or a decaying schedule (config.train.schedule = 'linear' or 'cosine')"
         )
     if config.model.pos_encoding == "sinusoidal" and config.model.d_model % 2:
         raise ConfigError(

@@ -19,7 +19,9 @@ import numpy as np
 from flax import struct
 
 # Every per-member hyperparameter with its default (AdamW's b2 = 0.98 as in the grokking
-# literature; warmup in steps, a float so that it can be traced like the others).
+# literature; warmup in steps, a float so that it can be traced like the others; decay_steps:
+# where a decaying schedule reaches 0, 0 for train.steps, so runs of different lengths share
+# one compile).
 DEFAULT_HPARAMS = {
     "learning_rate": 1e-3,
     "weight_decay": 0.0,
@@ -28,6 +30,7 @@ DEFAULT_HPARAMS = {
     "b2": 0.98,
     "init_scale": 1.0,
     "label_smoothing": 0.0,
+    "decay_steps": 0.0,
 }
 HPARAM_NAMES = tuple(DEFAULT_HPARAMS)
 
@@ -43,6 +46,7 @@ class HParams:
     b2: jax.Array
     init_scale: jax.Array
     label_smoothing: jax.Array
+    decay_steps: jax.Array
     task: dict[str, jax.Array]
 
 
@@ -96,7 +100,11 @@ def grid_members(
 def stack(members: list[Member], base_seed: int) -> tuple[jax.Array, HParams]:
     """Member key data [P, 2] (uint32) and HParams with a leading population axis."""
     keys = jnp.asarray(np.stack([m.key_data(base_seed) for m in members]))
-    values = {n: jnp.asarray([m.hparams[n] for m in members], jnp.float32) for n in HPARAM_NAMES}
+    # rows written before a hyperparameter existed read as its default
+    values = {
+        n: jnp.asarray([m.hparams.get(n, DEFAULT_HPARAMS[n]) for m in members], jnp.float32)
+        for n in HPARAM_NAMES
+    }
     knobs = {}
     for name in members[0].knobs:
         column = [m.knobs[name] for m in members]

@@ -68,7 +68,7 @@ class TrainSettings:
     steps: int = 1000
     chunk_steps: int = 100
     batch_size: int = 128
-    schedule: str = "constant"  # or "cosine": decay to 0 at `steps` after the warmup
+    schedule: str = "constant"  # or "cosine" / "linear": decay to 0 at the member's horizon
     b1: float = 0.9
     eps: float = 1e-8
     clip_norm: float = 0.0  # 0: no clipping
@@ -111,13 +111,25 @@ def sampled_task(task: Task, data: dict[str, Split], settings: TrainSettings) ->
     return capped
 
 
-def unit_schedule(step: jax.Array, warmup: jax.Array, settings: TrainSettings) -> jax.Array:
-    """Linear warmup over the member's `warmup` steps, then constant or cosine to zero."""
+SCHEDULES = ("constant", "cosine", "linear")
+
+
+def unit_schedule(
+    step: jax.Array, warmup: jax.Array, settings: TrainSettings, decay_steps: jax.Array | float = 0.0
+) -> jax.Array:
+    """Linear warmup over the member's `warmup` steps, then constant, or a cosine or linear decay
+    to zero at the member's horizon: `decay_steps` (traced, so members of one program can end
+    their decays at different steps, as the annealed capacity budgets do), or `settings.steps`
+    when that is 0. Past the horizon the rate stays 0."""
     step = step.astype(jnp.float32)
     ramp = jnp.minimum(1.0, (step + 1.0) / jnp.maximum(warmup, 1.0))
+    if settings.schedule == "constant":
+        return ramp
+    horizon = jnp.where(decay_steps > 0, decay_steps, float(settings.steps))
+    done = jnp.minimum(step / horizon, 1.0)
     if settings.schedule == "cosine":
-        return ramp * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(step / settings.steps, 1.0)))
-    return ramp
+        return ramp * 0.5 * (1.0 + jnp.cos(jnp.pi * done))
+    return ramp * (1.0 - done)
 
 
 def _decay_mask(params: dict) -> dict:
@@ -183,7 +195,8 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         active = ~state.frozen & ~state.diverged
         take = finite & active
         grads = jax.tree.map(lambda g: jnp.where(take, g, jnp.zeros_like(g)), grads)
-        lr = jnp.where(take, hp.learning_rate * unit_schedule(state.step, hp.warmup_steps, settings), 0.0)
+        unit = unit_schedule(state.step, hp.warmup_steps, settings, hp.decay_steps)
+        lr = jnp.where(take, hp.learning_rate * unit, 0.0)
         opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
         updates, new_opt = tx.update(grads, opt_state, state.params)
         # float32 hyperparameters promote the moments of bfloat16/float16 parameters: keep every

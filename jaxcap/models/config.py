@@ -73,6 +73,12 @@ class ModelConfig:
     angular: str = "none"  # angular number embeddings for numeric tokens: input/output/both
     angular_n: int = 0  # N of the angles 2πn/N (0: from the task, see embeddings.task_numbers)
     angular_tokens: int = 0  # token ids [0, angular_tokens) are the numbers 0, 1, ... (0: N)
+    # token (and learned position) tables: their std as the residual stream sees them at init, and
+    # whether the table is stored at std/sqrt(d_model) and multiplied by sqrt(d_model) in the
+    # forward, as in Vaswani et al. (True), or stored and read as it is, as GPT-2 does (False).
+    # The multiplier makes Adam's step on a token row sqrt(d_model) times larger in the stream.
+    embed_std: float = 1.0
+    embed_sqrt_d: bool = True
 
     def __post_init__(self):
         # The config schema says this with the config's field names; this guards direct use.

@@ -66,6 +66,11 @@ def read_positions(cfg: ModelConfig, t: int) -> slice | None:
     return None
 
 
+def embed_multiplier(cfg: ModelConfig) -> float:
+    """What the token table is multiplied by in the forward: sqrt(d_model) as in [1], or 1."""
+    return math.sqrt(cfg.d_model) if cfg.embed_sqrt_d else 1.0
+
+
 class Block(nnx.Module):
     """Attention + MLP (or attention only) with residuals; norms before (pre), after (post) or
     nowhere."""
@@ -121,11 +126,11 @@ class Transformer(nnx.Module):
                 cfg.d_model,
                 dtype=cfg.param_jnp_dtype,
                 param_dtype=cfg.param_jnp_dtype,
-                embedding_init=nnx.initializers.normal(1.0 / math.sqrt(cfg.d_model)),
+                embedding_init=nnx.initializers.normal(cfg.embed_std / embed_multiplier(cfg)),
                 rngs=rngs,
             )
         if cfg.pos_encoding == "learned":
-            init = nnx.initializers.normal(1.0)  # the same scale as the sinusoidal table
+            init = nnx.initializers.normal(cfg.embed_std)  # 1: the sinusoidal table's scale
             self.pos = nnx.Param(init(rngs.params(), (cfg.seq_len, cfg.d_model), cfg.param_jnp_dtype))
         self.blocks = nnx.List([Block(cfg, rngs) for _ in range(cfg.n_layers)])
         self.final_norm = block_norm(cfg, rngs) if cfg.norm == "pre" else None
@@ -139,13 +144,13 @@ class Transformer(nnx.Module):
         n_sites = 1 + 2 * cfg.n_layers
         keys = [None] * n_sites if key is None else list(jax.random.split(key, n_sites))
         rate = jnp.asarray(rate, jnp.float32)
-        # Scaled by sqrt(d_model) as in [1], so tokens and positions have comparable norms.
+        # Scaled by sqrt(d_model) as in [1] (embed_sqrt_d), so tokens and positions have comparable norms.
         if cfg.input_dim:
             x = self.embed(tokens_BxT.astype(cfg.compute_jnp_dtype))
         elif cfg.angular_numbers:
             x = self.embed(tokens_BxT)
         else:
-            x = (self.embed(tokens_BxT) * math.sqrt(cfg.d_model)).astype(cfg.compute_jnp_dtype)
+            x = (self.embed(tokens_BxT) * embed_multiplier(cfg)).astype(cfg.compute_jnp_dtype)
         t = tokens_BxT.shape[1]
         if cfg.pos_encoding == "sinusoidal":
             x = x + sinusoidal_positions(t, cfg.d_model)[None].astype(x.dtype)

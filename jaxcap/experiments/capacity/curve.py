@@ -145,6 +145,16 @@ def curve(members: list[dict], n_params: int) -> list[dict]:
     return points
 
 
+def annealed_curve(rows: list[dict], n_params: int) -> list[dict]:
+    """C(E) over annealed budgets: each budget E is its own runs (rows with `anneal_budget` E,
+    one budget each), read like `curve`: per seed the most bits any size stored."""
+    points = []
+    for budget in sorted({r["anneal_budget"] for r in rows}):
+        [point] = curve([r for r in rows if r["anneal_budget"] == budget], n_params)
+        points.append(point)
+    return points
+
+
 def flatness(points: list[dict], tol: float) -> dict:
     """Whether the median C(E) had flattened at its last budget (gain over the last doubling)."""
     gain, start, end = gain_over_doubling([p["exposures"] for p in points], [p["median"] for p in points])

@@ -1,7 +1,8 @@
 """The capacity report's figures, from `capacity.summarize` and `capacity_fit.fit_all` output.
 
 - exposure_curve.png: bits stored C(E) against exposures per item, one line per architecture
-  (median over seeds, band: min–max), next to bits per parameter with the published protocols'
+  (median over seeds, band: min–max) for the constant-rate run and open diamonds (with seed
+  ranges) for the annealed budgets, next to bits per parameter with the published protocols'
   points: Allen-Zhu & Li [1] (~1 bit/param at 100 exposures, ~2 at 1,000) and Morris et al. [2]
   (~3.6 bits/param trained to convergence).
 - capacity_curve.png: bits stored against dataset bits at the last budget (y = x, C_mem).
@@ -46,10 +47,26 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
         verdict = "capacity" if a["is_capacity"] else "lower bound"
         gain = "" if flat["gain"] is None else f", {flat['gain']:+.0%} last doubling"
         label = f"{name(a)} ({a['n_params']:,} params; {verdict}{gain})"
+        annealed = [p for p in a.get("annealed_curve", []) if p["median"] is not None]
         for ax, scale in ((left, 1.0), (right, 1.0 / a["n_params"])):
             ax.plot(x, [p["median"] * scale for p in points], "o-", color=f"C{i % 10}", ms=3, label=label)
             low, high = [p["min"] * scale for p in points], [p["max"] * scale for p in points]
             ax.fill_between(x, low, high, color=f"C{i % 10}", alpha=0.2, lw=0)
+            if annealed:  # each budget its own run, decayed to 0 there: the verdict's curve
+                ax.errorbar(
+                    [p["exposures"] for p in annealed],
+                    [p["median"] * scale for p in annealed],
+                    yerr=[
+                        [(p["median"] - p["min"]) * scale for p in annealed],
+                        [(p["max"] - p["median"]) * scale for p in annealed],
+                    ],
+                    fmt="D--",
+                    color=f"C{i % 10}",
+                    ms=5,
+                    mfc="white",
+                    capsize=2,
+                    label=f"{name(a)}: annealed budgets" if ax is left else None,
+                )
     right.plot(
         list(ALLEN_ZHU_EXPOSURES),
         list(ALLEN_ZHU_EXPOSURES.values()),
@@ -65,6 +82,7 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
         ax.set_xlabel("exposures per training item (steps x batch / n)")
     left.set_yscale("log")
     left.set_ylabel("bits stored C(E): best size per seed (median, min-max)")
+    left.set_title("circles: constant rate (one run); diamonds: annealed (a run per budget)", fontsize=8)
     right.set_ylabel("bits per parameter")
     right.set_ylim(0, 4.0)
     left.legend(fontsize=6, loc="lower right")

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import fit as capacity_fit
+from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.plots import (
     LITERATURE,
@@ -38,7 +40,8 @@ def _summaries(root: Path, exposures: float | None = None) -> tuple[dict, list[d
         raise FileNotFoundError(f"{root}: no capacity run here (config.json and capacity.jsonl)")
     config, rows = json.loads(config_path.read_text()), read_jsonl(rows_path)
     if exposures is not None:
-        rows = [_until(r, exposures) for r in rows]
+        constant = [_until(r, exposures) for r in rows if r.get("schedule", "constant") == "constant"]
+        rows = constant + [r for r in rows if r.get("anneal_budget") and r["anneal_budget"] <= exposures]
     cap = config["capacity"]
     return config, capacity.summarize(rows, cap["plateau_tol"], cap.get("saturation_tol", 0.05))
 
@@ -117,8 +120,14 @@ def verdict(a: dict) -> str:
     return "lower bound: " + ", ".join(why)
 
 
-def exposure_table(archs: list[dict]) -> list[str]:
-    budgets = [p["exposures"] for p in archs[0]["exposure_curve"]]
+def exposure_table(archs: list[dict], key: str = "exposure_curve") -> list[str]:
+    """Bits per parameter at each budget of one curve (`exposure_curve`: the constant-rate run;
+    `annealed_curve`: a run per budget), its gain over the last doubling, and the verdict where
+    this is the curve the verdict reads."""
+    archs = [a for a in archs if a.get(key)]
+    if not archs:
+        return []
+    budgets = sorted({p["exposures"] for a in archs for p in a[key]})
     lines = [
         "| arch | params | "
         + " | ".join(f"{e:g}" for e in budgets)
@@ -126,14 +135,21 @@ def exposure_table(archs: list[dict]) -> list[str]:
         "|---|---|" + "---|" * len(budgets) + "---|---|",
     ]
     for a in archs:
+        at = {p["exposures"]: p for p in a[key]}
         per_param = [
-            [p[k] and p[k] / a["n_params"] for k in ("median", "min", "max")] for p in a["exposure_curve"]
+            [at[e][k] and at[e][k] / a["n_params"] for k in ("median", "min", "max")]
+            if e in at
+            else [None] * 3
+            for e in budgets
         ]
         cells = ["—" if m is None else f"{m:.2f} [{lo:.2f}–{hi:.2f}]" for m, lo, hi in per_param]
-        flat = a["flat"]
+        flat = capacity_curve.flatness(a[key], a["flat"]["tol"])
         span = "—" if flat["gain"] is None else f"{flat['gain']:+.1%} ({flat['from']:g} → {flat['to']:g})"
+        mine = (key == "annealed_curve") == (a["verdict_schedule"] == "annealed")
         lines.append(
-            f"| {name(a)} | {a['n_params']:,} | " + " | ".join(cells) + f" | {span} | {verdict(a)} |"
+            f"| {name(a)} | {a['n_params']:,} | "
+            + " | ".join(cells)
+            + f" | {span} | {verdict(a) if mine else '(not the verdict curve)'} |"
         )
     return lines
 
@@ -141,12 +157,17 @@ def exposure_table(archs: list[dict]) -> list[str]:
 def literature(archs: list[dict]) -> str:
     """Our numbers beside the published protocols' (docs/capacity.md)."""
 
-    def at(e):
-        vals = [p["bits_per_param"] for a in archs for p in a["exposure_curve"] if p["exposures"] == e]
+    def at(e):  # Allen-Zhu & Li anneal every budget: their protocol is our annealed curve
+        vals = [
+            p["bits_per_param"]
+            for a in archs
+            for p in (a.get("annealed_curve") or a["exposure_curve"])
+            if p["exposures"] == e
+        ]
         vals = [v for v in vals if v is not None]
         return f"{min(vals):.2f}–{max(vals):.2f}" if vals else "not measured"
 
-    last = archs[0]["exposure_curve"][-1]["exposures"]
+    last = archs[0]["flat"]["to"]
     return (
         f"Published protocols: Allen-Zhu & Li 2024 ~1 bit/param at 100 exposures and ~2 at 1,000 "
         f"(here {at(100.0)} and {at(1000.0)} across architectures); Morris et al. 2025 ~3.6 trained to "
@@ -163,29 +184,31 @@ def format_text(store: Store) -> str:
     lines = [
         f"capacity of {archs[0]['family']} (vocab {task['vocab_size']}, seq_len {task['seq_len']}"
         + (f", {task['n_classes']} classes" if "n_classes" in task else "")
-        + f"); {config['sweep']['seeds']} seeds x learning rates "
-        + str(config["sweep"]["hparams"]["learning_rate"])
-        + f"; batch {config['train']['batch_size']}",
+        + f"); {config['sweep']['seeds']} seeds; batch {config['train']['batch_size']}",
+        *capacity_recipe.recipe_lines(archs, cap),
         "",
-        "bits per parameter at each exposure budget (exposures per item = steps x batch / n; C(E) = per "
-        "seed the most bits any dataset size stored at E, / n_params; median [min–max over seeds]; "
-        "— : every size passed E before the first eval):",
+        "bits per parameter at each exposure budget of the constant-rate run (exposures per item = "
+        "steps x batch / n; C(E) = per seed the most bits any dataset size stored at E, / n_params; "
+        "median [min–max over seeds]; — : every size passed E before the first eval):",
         "",
         *exposure_table(archs),
         "",
+        *capacity_recipe.annealed_lines(archs, exposure_table(archs, "annealed_curve")),
         f"A C_mem is a capacity when C(E) gained at most {cap['saturation_tol']:.0%} over the last doubling "
         f"of exposures and the sizes plateaued (the largest stores < {1 + cap['plateau_tol']:.2f} x the "
         f"best smaller one and < {capacity.MEMORIZED:.0%} of its bits); otherwise it is a lower bound.",
         literature(archs),
         "",
-        "| arch | params | H x d_head | C_mem bits: median [min, max] | bits/param | sizes plateau "
-        "| H·d_head·p | C/that | n_params·p | C/that | members flat |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| arch | params (embedding, head) | H x d_head | C_mem bits: median [min, max] | bits/param "
+        "| bits/non-embedding param | sizes plateau | H·d_head·p | C/that | n_params·p | C/that "
+        "| members flat |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for a in archs:
         lines.append(
-            f"| {name(a)} | {a['n_params']:,} | {a['n_heads']} x {a['d_head']} | "
-            f"{_f(a['c_mem'])} [{_f(a['c_min'])}, {_f(a['c_max'])}] | {a['bits_per_param']:.2f} | "
+            f"| {name(a)} | {a['n_params']:,} ({a['n_embedding_params']:,}, {a['n_head_params']:,}) | "
+            f"{a['n_heads']} x {a['d_head']} | {_f(a['c_mem'])} [{_f(a['c_min'])}, {_f(a['c_max'])}] | "
+            f"{a['bits_per_param']:.2f} | {a['bits_per_body_param']:.2f} | "
             f"{'yes' if a['plateau'] else 'NO'} | {a['head_budget_bits']:,.0f} | "
             f"{a['head_utilization']:.2f} | {a['storage_budget_bits']:,.0f} | "
             f"{a['storage_utilization']:.3f} | {a['members'] - a['unsaturated']}/{a['members']} |"
@@ -218,7 +241,7 @@ def format_text(store: Store) -> str:
     for a in archs:
         lines += [
             f"curve over dataset sizes of {name(a)} ({a['label'] or 'the base model'}; {a['rounds']} "
-            f"round(s)), at {a['exposure_curve'][-1]['exposures']:g} exposures:",
+            f"round(s)), at {a['flat']['to']:g} exposures ({a['verdict_schedule']} rate):",
             "",
             "| n | dataset bits | bits stored: median [min, max] | exact | best lr | members flat |",
             "|---|---|---|---|---|---|",

@@ -30,105 +30,22 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxcap.config.fields import ConfigError
-from jaxcap.config.plan import Bucket, bucket_configs, plan
+from jaxcap.config.plan import Bucket, bucket_configs
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
 from jaxcap.core.runtime import numerics
 from jaxcap.experiments.capacity import curve as capacity_curve
+from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.experiments.capacity.populations import check, first_sizes, size_bucket
 from jaxcap.models import param_count
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
-from jaxcap.tasks.random_data import RandomData
 from jaxcap.training.loop import population_program, train_bucket
 
 ROWS = "capacity.jsonl"
 TIMES = "capacity_time.jsonl"  # wall seconds per size and process (kept out of ROWS: resumes differ)
-
-
-def first_sizes(config: ml_collections.ConfigDict, label: str) -> list[int]:
-    """Round 0's sizes for one architecture: from `capacity.bits_per_param_grid` and its
-    parameter count, or else `sweep.task.dataset_size`."""
-    grid = tuple(config.capacity.bits_per_param_grid)
-    if not grid:
-        return sorted(set(config.sweep.task.get("dataset_size", ()) or (config.task.dataset_size,)))
-    [bucket] = plan(_only(config, label))
-    per_example = bucket.task.complexity_bits({"dataset_size": 1})
-    return capacity.sizes_for(grid, param_count(bucket.model), per_example)
-
-
-def largest_size(config: ml_collections.ConfigDict, label: str) -> int:
-    sizes = first_sizes(config, label)
-    for _ in range(config.capacity.max_rounds - 1):
-        sizes = capacity.next_sizes(sizes, config.capacity.growth, config.capacity.extend)
-    return max(sizes)
-
-
-def check(config: ml_collections.ConfigDict) -> None:
-    """What `config.validate` cannot know: the task suits the experiment at every size it may
-    reach, and every size reaches the last exposure budget within `train.steps`."""
-    budgets = tuple(config.capacity.exposures)
-    if not budgets or any(b <= a for a, b in zip(budgets, budgets[1:])):
-        raise ConfigError(
-            f"config.capacity.exposures: got {budgets}; allowed: a non-empty ascending tuple of "
-            "exposures per item (e.g. (10, 100, 1000))"
-        )
-    for i, (label, variant) in enumerate(bucket_configs(config)):
-        where = f"config.sweep.buckets[{i}] ({label}): " if label else ""
-        [bucket] = plan(_only(variant, ""))
-        if not isinstance(bucket.task, RandomData):
-            raise ConfigError(
-                f"config.task.name: got {variant.task.name!r}; allowed: random_labels, random_tokens"
-            )
-        if bucket.task.spec.kind == "sequence" and variant.model.attention != "causal":
-            raise ConfigError(
-                f"{where}config.model.attention: got {variant.model.attention!r}; allowed: causal "
-                "(next-token prediction must not see the token it predicts)"
-            )
-        if variant.train.schedule != "constant":
-            raise ConfigError(
-                f"{where}config.train.schedule: got {variant.train.schedule!r}; allowed: constant (the "
-                "bits at an exposure budget must not depend on where train.steps ends a decay)"
-            )
-        top, smallest = largest_size(config, label), min(first_sizes(config, label))
-        try:
-            dataclasses.replace(bucket.task, max_dataset_size=top).check()
-        except ConfigError as e:
-            raise ConfigError(f"{where}{e} (sizes may grow to {top} in config.capacity.max_rounds)") from None
-        t = variant.train
-        need = -(-capacity_curve.steps_to(budgets[-1], top, t.batch_size) // t.chunk_steps) * t.chunk_steps
-        if t.steps < need:
-            raise ConfigError(
-                f"{where}config.train.steps: got {t.steps}; allowed: >= {need} ({budgets[-1]:g} "
-                f"exposures of n = {top} at batch {t.batch_size}, in chunks of {t.chunk_steps})"
-            )
-        if t.chunk_steps * t.batch_size > budgets[-1] * smallest:
-            raise ConfigError(
-                f"{where}config.train.chunk_steps: got {t.chunk_steps}; allowed: at most "
-                f"{int(budgets[-1] * smallest // t.batch_size)} (the first eval must come before "
-                f"n = {smallest} reaches the last budget, {budgets[-1]:g} exposures)"
-            )
-
-
-def _only(config: ml_collections.ConfigDict, label: str, sizes: list[int] | None = None):
-    """A copy of `config` with one architecture (bucket label) and the given dataset sizes."""
-    variant = ml_collections.ConfigDict(config.to_dict())
-    variant.sweep.buckets = (label,) if label else ()
-    if sizes is not None:
-        variant.sweep.task.dataset_size = tuple(sizes)
-    return variant
-
-
-def size_bucket(config, arch: int, label: str, sizes: list[int], size: int) -> Bucket:
-    """The population of one dataset size in a round of `sizes`: its task draws the round's
-    largest n, so every size of the round has the same shapes and one compiled program."""
-    variant = _only(config, label, [size])
-    variant.task.dataset_size = variant.task.max_dataset_size = max(sizes)
-    [bucket] = plan(variant)
-    bucket.name = f"b{arch}n{size}"
-    return bucket
 
 
 @functools.lru_cache(maxsize=8)
@@ -150,17 +67,29 @@ def extra_metrics_for(bucket: Bucket):
 
 
 def measure(
-    bucket: Bucket, store: Store, arch: int, round_: int, cap: ml_collections.ConfigDict
+    bucket: Bucket,
+    store: Store,
+    arch: int,
+    round_: int,
+    cap: ml_collections.ConfigDict,
+    budget: float | None = None,
+    schedule: str = "constant",
 ) -> list[dict]:
-    """capacity.jsonl rows of a trained size: the exposure record of its last checkpoint."""
+    """capacity.jsonl rows of a trained size: the exposure record of its last checkpoint (a
+    constant-rate run), or its final eval (an annealed run, measured at its one budget)."""
     mesh = sharding.population_mesh(len(bucket.members), bucket.config.runtime.devices)
     program = population_program(bucket.settings, bucket.task, bucket.model, mesh)
     keys, hparams = sharding.put(stack(bucket.members, bucket.config.seed), mesh)
     ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)
     state, cursor = ckpts.restore(sharding.abstract(jax.eval_shape(program.init, keys, hparams), mesh))
     ckpts.close()
-    budgets, batch = list(cap.exposures), bucket.settings.batch_size
-    at, step = cursor["exposure"]["at"], int(cursor["step"])
+    batch, step = bucket.settings.batch_size, int(cursor["step"])
+    if budget is None:
+        budgets, at = list(cap.exposures), cursor["exposure"]["at"]
+    else:  # past its horizon the rate is 0: the final eval is the model at exactly `budget`
+        last = cursor["last"]
+        budgets = [budget]
+        at = {m: [[last[m][i]] for i in range(len(bucket.members))] for m in capacity_curve.RECORDED}
     diverged = sharding.to_host(state.diverged)
     rows = []
     for i, member in enumerate(bucket.members):
@@ -175,6 +104,9 @@ def measure(
                 "member": i,
                 "seed": member.seed,
                 "learning_rate": member.hparams["learning_rate"],
+                "recipe": capacity_recipe.recipe_of(member.hparams),
+                "schedule": schedule,
+                "anneal_budget": budget,
                 "dataset_size": n,
                 "dataset_bits": float(bits),
                 "batch_size": batch,
@@ -211,8 +143,17 @@ def _bpp(points: list[dict]) -> str:
     return ", ".join("—" if p["bits_per_param"] is None else f"{p['bits_per_param']:.2f}" for p in points)
 
 
-def train_size(config, store: Store, bucket: Bucket, arch: int, round_: int) -> list[dict]:
-    """Train (or resume) one size to the last exposure budget and measure it."""
+def train_size(
+    config,
+    store: Store,
+    bucket: Bucket,
+    arch: int,
+    round_: int,
+    budget: float | None = None,
+    schedule: str = "constant",
+) -> list[dict]:
+    """Train (or resume) one size to the last exposure budget (or its annealed `budget`) and
+    measure it."""
     cap, tic = config.capacity, time.time()
     sizes = [int(m.knobs["dataset_size"]) for m in bucket.members]
     model = bucket.config.model
@@ -220,13 +161,47 @@ def train_size(config, store: Store, bucket: Bucket, arch: int, round_: int) -> 
         bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)
     ):
         if bucket.name not in store.finished_buckets():
-            stop_fn = capacity_curve.make_stop_fn(sizes, bucket.settings.batch_size, cap.exposures)
+            budgets = cap.exposures if budget is None else (budget,)
+            stop_fn = capacity_curve.make_stop_fn(sizes, bucket.settings.batch_size, budgets)
             train_bucket(bucket, store, config.runtime, stop_fn, extra_metrics=extra_metrics_for(bucket))
-        rows = measure(bucket, store, arch, round_, cap)
+        rows = measure(bucket, store, arch, round_, cap, budget, schedule)
     _save_rows(store, rows)
     with open(store.root / TIMES, "a") as f:
         f.write(json.dumps({"bucket": bucket.name, "wall_s": time.time() - tic}) + "\n")
     return rows
+
+
+def _rows(config, store: Store, bucket: Bucket, arch: int, round_: int, budget=None, schedule="constant"):
+    """The rows of one population: read back if measured, else trained (or resumed) now."""
+    done = [r for r in read_jsonl(store.root / ROWS) if r["bucket"] == bucket.name]
+    return done or train_size(config, store, bucket, arch, round_, budget, schedule)
+
+
+def search(config, store: Store, arch: int, label: str, size: int) -> dict:
+    """The recipe search of one architecture (`capacity.search_exposures`): its winning recipe."""
+    cap = config.capacity
+    name = f"b{arch}search"
+    bucket = size_bucket(config, arch, label, [size], size, cap.search_exposures, name=name)
+    rows = _rows(config, store, bucket, arch, 0, cap.search_exposures, "search")
+    best = capacity_recipe.best_recipe(rows)
+    for p in capacity_recipe.search_table(rows):
+        mark = "*" if p["recipe"] == best else " "
+        print(
+            f"[{name}]{mark} {capacity_recipe.recipe_label(p['recipe'])}: {p['median']:,.0f} bits "
+            f"[{p['min']:,.0f}, {p['max']:,.0f}] at n = {size}, {cap.search_exposures:g} annealed exposures",
+            flush=True,
+        )
+    return best
+
+
+def _print_size(bucket: Bucket, rows: list[dict], size: int, budgets, what: str) -> None:
+    mine = [r for r in rows if r["bucket"] == bucket.name]
+    print(
+        f"[{bucket.name}] n = {size} ({mine[0]['dataset_bits']:,.0f} bits), {what}: bits/param at "
+        f"{', '.join(f'{e:g}' for e in budgets)} exposures: "
+        + _bpp(capacity_curve.curve(mine, mine[0]["n_params"])),
+        flush=True,
+    )
 
 
 def capacity_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
@@ -235,25 +210,25 @@ def capacity_experiment(config: ml_collections.ConfigDict, store: Store) -> list
     cap = config.capacity
     for arch, (label, _) in enumerate(bucket_configs(config)):
         sizes, seen = first_sizes(config, label), []
+        middle = sorted(sizes)[len(sizes) // 2]
+        recipe = search(config, store, arch, label, middle) if cap.search_exposures else None
         for round_ in range(cap.max_rounds):
             for size in sizes:
-                bucket = size_bucket(config, arch, label, sizes, size)
-                done = [r for r in read_jsonl(store.root / ROWS) if r["bucket"] == bucket.name]
-                seen += done or train_size(config, store, bucket, arch, round_)
-                mine = [r for r in seen if r["bucket"] == bucket.name]
-                print(
-                    f"[{bucket.name}] n = {size} ({mine[0]['dataset_bits']:,.0f} bits): bits/param at "
-                    f"{', '.join(f'{e:g}' for e in cap.exposures)} exposures: "
-                    + _bpp(capacity_curve.curve(mine, mine[0]["n_params"])),
-                    flush=True,
-                )
+                bucket = size_bucket(config, arch, label, sizes, size, recipe=recipe)
+                seen += _rows(config, store, bucket, arch, round_)
+                _print_size(bucket, seen, size, cap.exposures, "constant rate")
+                for budget in cap.annealed:
+                    bucket = size_bucket(config, arch, label, sizes, size, budget, recipe)
+                    seen += _rows(config, store, bucket, arch, round_, budget, "annealed")
+                    _print_size(bucket, seen, size, [budget], "annealed")
             [summary] = capacity.summarize(seen, cap.plateau_tol, cap.saturation_tol)
             flat = summary["flat"]
             gain = "—" if flat["gain"] is None else f"{flat['gain']:+.1%}"
             print(
                 f"[b{arch}] {summary['label'] or 'base model'}: C_mem {summary['c_mem']:,.0f} bits "
-                f"({summary['bits_per_param']:.2f} bits/param) at {cap.exposures[-1]:g} exposures; gain over "
-                f"the last doubling {gain} ({'flat' if flat['flat'] else 'still gaining'}); sizes "
+                f"({summary['bits_per_param']:.2f} bits/param) at {flat['to']:g} exposures "
+                f"({summary['verdict_schedule']} rate); gain over the last doubling {gain} "
+                f"({'flat' if flat['flat'] else 'still gaining'}); sizes "
                 f"{'plateaued' if summary['plateau'] else 'not plateaued'}",
                 flush=True,
             )

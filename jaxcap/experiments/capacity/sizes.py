@@ -43,11 +43,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import Float, Int, TupleOf
+from jaxcap.config.fields import Choice, Float, Int, TupleOf
 from jaxcap.core.losses import masked
+from jaxcap.core.train import SCHEDULES
 from jaxcap.experiments.capacity import curve as capacity_curve
+from jaxcap.experiments.capacity.budgets import budgets, embedding_params
 from jaxcap.models import ModelConfig
-from jaxcap.models.config import PRECISION_BITS
 from jaxcap.models.transformer import make_apply
 from jaxcap.tasks import Split, Task
 
@@ -61,6 +62,10 @@ SCHEMA = {
     # exposure budgets (times each training item is seen), ascending: where bits stored are read
     "exposures": TupleOf(Float(1.0, 1e7)),
     "saturation_tol": Float(0.0, 1.0),  # relative gain over the last doubling of exposures: flat below
+    # budgets each trained as its own run, the rate decaying to 0 exactly there (recipe.py); ()
+    "annealed": TupleOf(Float(1.0, 1e7)),
+    "anneal_schedule": Choice(SCHEDULES),  # the decay's shape: linear or cosine
+    "search_exposures": Float(0.0, 1e7),  # > 0: search sweep.hparams' recipes annealed to this
     "plateau_tol": Float(0.0, 10.0),  # relative gain of the largest size below which n has plateaued
 }
 MEMORIZED = 0.9  # a size storing this fraction of its bits is still being memorized, not a plateau
@@ -138,16 +143,6 @@ def totals(scores: dict[str, np.ndarray], sizes: list[int]) -> list[dict[str, fl
             }
         )
     return out
-
-
-def budgets(model: dict, n_params: int) -> dict[str, float]:
-    """The seed design's H × d_head × precision budget and the n_params × precision budget."""
-    precision = model.get("qat_bits") or PRECISION_BITS[model["param_dtype"]]  # k-bit QAT stores k
-    return {
-        "precision_bits": precision,
-        "head_budget_bits": float(model["n_heads"] * model["d_head"] * precision),
-        "storage_budget_bits": float(n_params * precision),
-    }
 
 
 def estimated_bits(
@@ -229,7 +224,15 @@ def summarize(rows: list[dict], plateau_tol: float, saturation_tol: float = 0.05
     is a capacity (`is_capacity`) only where C(E) flattened and the sizes plateaued."""
     out = []
     for arch in sorted({r["arch"] for r in rows}):
-        members = [r for r in rows if r["arch"] == arch]
+        everyone = [r for r in rows if r["arch"] == arch]
+        constant = [r for r in everyone if r.get("schedule", "constant") == "constant"]
+        annealed = [r for r in everyone if r.get("schedule") == "annealed"]
+        searched = [r for r in everyone if r.get("schedule") == "search"]
+        by_budget = capacity_curve.annealed_curve(annealed, everyone[0]["n_params"])
+        # the verdict reads the annealed runs when there are any (they store the most at a
+        # budget), at their last budget; else the constant-rate run at its last budget
+        last = by_budget[-1]["exposures"] if by_budget else None
+        members = [r for r in annealed if r["anneal_budget"] == last] if by_budget else constant
         first, curve = members[0], _curve(members)
         seeds = sorted({s for p in curve for s in p["seeds"]})
         c_seed = [
@@ -241,8 +244,13 @@ def summarize(rows: list[dict], plateau_tol: float, saturation_tol: float = 0.05
         medians = [p["median"] for p in curve if p["median"] is not None]
         data_bits = [p["dataset_bits"] for p in curve if p["median"] is not None]
         budget = budgets(first["model"], first["n_params"])
-        by_exposure = capacity_curve.curve(members, first["n_params"]) if "bits_at" in first else []
-        flat = capacity_curve.flatness(by_exposure, saturation_tol) if by_exposure else None
+        has_record = constant and "bits_at" in constant[0]  # rows of the step-capped protocol have none
+        by_exposure = capacity_curve.curve(constant, first["n_params"]) if has_record else []
+        flat = (
+            capacity_curve.flatness(by_budget or by_exposure, saturation_tol)
+            if by_exposure or by_budget
+            else None
+        )
         plateau = plateaued(sizes, medians, data_bits, plateau_tol)
         out.append(
             {
@@ -261,12 +269,19 @@ def summarize(rows: list[dict], plateau_tol: float, saturation_tol: float = 0.05
                 "c_min": min(c_seed, default=None),
                 "c_max": max(c_seed, default=None),
                 "bits_per_param": c_mem / first["n_params"],
+                **{f"n_{k}_params": v for k, v in embedding_params(first["model"]).items()},
+                "bits_per_body_param": c_mem
+                / (first["n_params"] - sum(embedding_params(first["model"]).values())),
                 "c_net": float(np.median(net)) if net else float("nan"),
                 "plateau": plateau,
                 "exposure_curve": by_exposure,
+                "annealed_curve": by_budget,
+                "verdict_schedule": "annealed" if by_budget else "constant",
+                "recipe": first.get("recipe", {"learning_rate": first["learning_rate"]}),
+                "searched": bool(searched),
                 "flat": flat,
                 "is_capacity": bool(plateau and flat and flat["flat"]),
-                "rounds": 1 + max(r["round"] for r in members),
+                "rounds": 1 + max(r["round"] for r in everyone),
                 "unsaturated": sum(not r["saturated"] for r in members),
                 "members": len(members),
                 **budget,

@@ -1,0 +1,128 @@
+"""Which populations the capacity experiment trains, and the checks before anything compiles.
+
+Per architecture (`config.sweep.buckets`), round 0's dataset sizes come from
+`capacity.bits_per_param_grid` and its parameter count (or `sweep.task.dataset_size`); every
+size is one population (`size_bucket`): the constant-rate run to the last budget of
+`capacity.exposures`, one annealed run per budget of `capacity.annealed`, and the recipe search
+(recipe.py). All of them draw the round's largest n, so an architecture's sizes share a compiled
+program per schedule. `check` refuses, in one line naming the field, what could not measure
+capacity: a task that is not random data, a sequence task without causal attention, a decay under
+the constant-rate run, a budget `train.steps` cannot reach, a first eval after the last budget,
+and the recipe settings `recipe.check` refuses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_collections
+
+from jaxcap.config.fields import ConfigError
+from jaxcap.config.plan import Bucket, bucket_configs, plan
+from jaxcap.experiments.capacity import curve as capacity_curve
+from jaxcap.experiments.capacity import recipe as capacity_recipe
+from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.models import param_count
+from jaxcap.tasks.random_data import RandomData
+
+
+def first_sizes(config: ml_collections.ConfigDict, label: str) -> list[int]:
+    """Round 0's sizes for one architecture: from `capacity.bits_per_param_grid` and its
+    parameter count, or else `sweep.task.dataset_size`."""
+    grid = tuple(config.capacity.bits_per_param_grid)
+    if not grid:
+        return sorted(set(config.sweep.task.get("dataset_size", ()) or (config.task.dataset_size,)))
+    [bucket] = plan(_only(config, label))
+    per_example = bucket.task.complexity_bits({"dataset_size": 1})
+    return capacity.sizes_for(grid, param_count(bucket.model), per_example)
+
+
+def largest_size(config: ml_collections.ConfigDict, label: str) -> int:
+    sizes = first_sizes(config, label)
+    for _ in range(config.capacity.max_rounds - 1):
+        sizes = capacity.next_sizes(sizes, config.capacity.growth, config.capacity.extend)
+    return max(sizes)
+
+
+def check(config: ml_collections.ConfigDict) -> None:
+    """What `config.validate` cannot know: the task suits the experiment at every size it may
+    reach, and every size reaches the last exposure budget within `train.steps`."""
+    budgets = tuple(config.capacity.exposures)
+    if not budgets or any(b <= a for a, b in zip(budgets, budgets[1:])):
+        raise ConfigError(
+            f"config.capacity.exposures: got {budgets}; allowed: a non-empty ascending tuple of "
+            "exposures per item (e.g. (10, 100, 1000))"
+        )
+    capacity_recipe.check(config)
+    longest = max(budgets[-1], *config.capacity.annealed, config.capacity.search_exposures)
+    for i, (label, variant) in enumerate(bucket_configs(config)):
+        where = f"config.sweep.buckets[{i}] ({label}): " if label else ""
+        [bucket] = plan(_only(variant, ""))
+        if not isinstance(bucket.task, RandomData):
+            raise ConfigError(
+                f"config.task.name: got {variant.task.name!r}; allowed: random_labels, random_tokens"
+            )
+        if bucket.task.spec.kind == "sequence" and variant.model.attention != "causal":
+            raise ConfigError(
+                f"{where}config.model.attention: got {variant.model.attention!r}; allowed: causal "
+                "(next-token prediction must not see the token it predicts)"
+            )
+        if variant.train.schedule != "constant":
+            raise ConfigError(
+                f"{where}config.train.schedule: got {variant.train.schedule!r}; allowed: constant (the "
+                "bits at an exposure budget must not depend on where train.steps ends a decay)"
+            )
+        top, smallest = largest_size(config, label), min(first_sizes(config, label))
+        try:
+            dataclasses.replace(bucket.task, max_dataset_size=top).check()
+        except ConfigError as e:
+            raise ConfigError(f"{where}{e} (sizes may grow to {top} in config.capacity.max_rounds)") from None
+        t = variant.train
+        need = -(-capacity_curve.steps_to(longest, top, t.batch_size) // t.chunk_steps) * t.chunk_steps
+        if t.steps < need:
+            raise ConfigError(
+                f"{where}config.train.steps: got {t.steps}; allowed: >= {need} ({longest:g} "
+                f"exposures of n = {top} at batch {t.batch_size}, in chunks of {t.chunk_steps})"
+            )
+        if t.chunk_steps * t.batch_size > budgets[-1] * smallest:
+            raise ConfigError(
+                f"{where}config.train.chunk_steps: got {t.chunk_steps}; allowed: at most "
+                f"{int(budgets[-1] * smallest // t.batch_size)} (the first eval must come before "
+                f"n = {smallest} reaches the last budget, {budgets[-1]:g} exposures)"
+            )
+
+
+def _only(config: ml_collections.ConfigDict, label: str, sizes: list[int] | None = None):
+    """A copy of `config` with one architecture (bucket label) and the given dataset sizes."""
+    variant = ml_collections.ConfigDict(config.to_dict())
+    variant.sweep.buckets = (label,) if label else ()
+    if sizes is not None:
+        variant.sweep.task.dataset_size = tuple(sizes)
+    return variant
+
+
+def size_bucket(
+    config,
+    arch: int,
+    label: str,
+    sizes: list[int],
+    size: int,
+    budget: float | None = None,
+    recipe: dict | None = None,
+    name: str = "",
+) -> Bucket:
+    """The population of one dataset size in a round of `sizes`: its task draws the round's
+    largest n, so every size of the round has the same shapes and one compiled program. With a
+    `recipe`, its hyperparameters replace the `sweep.hparams` grid; with a `budget`, the run is
+    annealed: its learning rate decays to 0 when the items have had `budget` exposures."""
+    variant = _only(config, label, [size])
+    variant.task.dataset_size = variant.task.max_dataset_size = max(sizes)
+    if recipe is not None:
+        variant.hparams.update(recipe)
+        variant.sweep.hparams = {k: () for k in variant.sweep.hparams}
+    if budget is not None:
+        variant.train.schedule = config.capacity.anneal_schedule
+        variant.hparams.decay_steps = float(capacity_recipe.horizon(budget, size, variant.train.batch_size))
+    [bucket] = plan(variant)
+    bucket.name = name or f"b{arch}n{size}" + ("" if budget is None else f"a{budget:g}")
+    return bucket
