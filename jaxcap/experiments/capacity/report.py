@@ -22,6 +22,7 @@ from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import fit as capacity_fit
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.experiments.capacity.compare import multiplier_lines
 from jaxcap.experiments.capacity.plots import (
     LITERATURE,
     name,
@@ -237,7 +238,7 @@ def format_text(store: Store) -> str:
             f"- Härmä et al. ECM ({ecm}): MAPE in sample {fits['ecm_mape_in_sample']:.1f}%, held out "
             f"{_f(fits.get('ecm_mape_held_out'), '.1f')}% ({fits['n_archs']} architectures for 7 parameters)"
         )
-    lines += ["", bound_statement(archs), ""]
+    lines += ["", bound_statement(archs), "", *multiplier_lines(archs, name)]
     for a in archs:
         lines += [
             f"curve over dataset sizes of {name(a)} ({a['label'] or 'the base model'}; {a['rounds']} "

@@ -265,6 +265,7 @@ def summarize(rows: list[dict], plateau_tol: float, saturation_tol: float = 0.05
                 "model": first["model"],
                 "curve": curve,
                 "c_mem_seeds": c_seed,
+                "c_mem_seed_ids": seeds,
                 "c_mem": c_mem,
                 "c_min": min(c_seed, default=None),
                 "c_max": max(c_seed, default=None),
