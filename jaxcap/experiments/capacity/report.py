@@ -158,13 +158,11 @@ def exposure_table(archs: list[dict], key: str = "exposure_curve") -> list[str]:
 def literature(archs: list[dict]) -> str:
     """Our numbers beside the published protocols' (docs/capacity.md)."""
 
-    def at(e):  # Allen-Zhu & Li anneal every budget: their protocol is our annealed curve
-        vals = [
-            p["bits_per_param"]
-            for a in archs
-            for p in (a.get("annealed_curve") or a["exposure_curve"])
-            if p["exposures"] == e
-        ]
+    def at(e):  # Allen-Zhu & Li anneal every budget: our annealed curve where it has e
+        vals = []
+        for a in archs:
+            points = [p for p in a.get("annealed_curve", []) if p["exposures"] == e]
+            vals += [p["bits_per_param"] for p in points or a["exposure_curve"] if p["exposures"] == e]
         vals = [v for v in vals if v is not None]
         return f"{min(vals):.2f}–{max(vals):.2f}" if vals else "not measured"
 
