@@ -1,28 +1,34 @@
-"""Memorization capacity in bits: how much uniformly random data each architecture stores,
-against exposures per training item.
+"""Memorization capacity in bits: how much uniformly random data each architecture stores at
+saturation, with the recipe that stores the most (docs/capacity.md).
 
-    python -m jaxcap.launch --config configs/capacity.py          # 2-core CPU: 800 CPU-s (30 min shared)
-    python -m jaxcap.launch --config configs/capacity.py:smoke    # about a minute; used by the tests
-    python -m jaxcap.launch --config configs/capacity.py:labels   # random labels instead of tokens
-    python -m jaxcap.launch --config configs/capacity.py:full     # accelerator: up to the seed baseline
+    python -m jaxcap.launch --config configs/capacity.py            # 2-core CPU: 26 CPU-minutes
+    python -m jaxcap.launch --config configs/capacity.py:smoke      # about a minute; used by the tests
+    python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics of one architecture
+    python -m jaxcap.launch --config configs/capacity.py:scale      # the size trend (not run yet: hours)
+    python -m jaxcap.launch --config configs/capacity.py:labels     # random labels instead of tokens
+    python -m jaxcap.launch --config configs/capacity.py:full       # accelerator: up to the seed baseline
 
 Task: `random_tokens`, n sequences of 16 uniform tokens over a vocabulary of 16, next-token
-prediction with causal attention (15 scored tokens x 4 bits = 60 bits per sequence). For each
-of four architectures (`sweep.buckets`, 1.2k to 8k parameters) the sizes n whose dataset bits
-are 1, 2 and 4 times its parameter count train, each as one population of 3 seeds (lr 1e-2, the
-best of 3e-3 / 1e-2 / 3e-2 in a pilot), to 1,000 exposures per item (steps x 32 / n; all sizes of
-an architecture share one compile); bits stored are read at 10, 20, 50, 100, 200, 500 and 1,000
-exposures (jaxcap/experiments/capacity/curve.py). report/ has bits per parameter per exposure budget with
-seed ranges and the plateau verdict (a capacity only if C gained <= 5 % over the last doubling
-of exposures and the sizes plateaued), exposure_curve.png, C_mem per architecture, the slope
-across architectures, both budgets and the power-law and Härmä et al. fits.
+prediction with causal attention (15 scored tokens x 4 bits = 60 bits per sequence). Per
+architecture (`sweep.buckets`: two 1-layer models of 1,008 and 1,280 parameters): a recipe search
+(`sweep.hparams`: lr 5e-3 / 1e-2 / 2e-2 x Adam β2 0.98 / 0.999 x init scale 1 / 0.5, 3 seeds,
+one population annealed to 1,000 exposures on the middle size), then with the winning recipe
+the dataset sizes of 2, 4 and 8 x the parameter count in bits, each trained at a constant rate to
+16,000 exposures per item (steps x 32 / n; bits read at 10 ... 16,000) and, separately, annealed
+to 0 at 4,000 and at 8,000 exposures (jaxcap/experiments/capacity/recipe.py). The verdict reads
+the annealed budgets: a capacity only if C gained <= 5 % over the last doubling and the sizes
+plateaued. The model recipe (RECIPE_MODEL: learned positions, N(0, 0.02²) token tables without
+the sqrt(d) multiplier; β2 0.999 by default) is what the ablation showed stores the most
+(`python -m jaxcap.experiments.capacity.ablation`).
 
-Measured on the 2-core CPU (2026-11-26; shared, load average 11-17): 800 CPU-seconds, 30 min
-wall. Bits per parameter at 100 / 1,000 exposures: 0.36 / 1.11 (1,152 params), 0.79 / 1.39
-(3,824), 0.86 / 1.57 (7,088, 2 layers), 0.83 / 1.40 (8,032); slope 1.47 bits per parameter. Every
-curve still gains 9-17 % over 500 -> 1,000 exposures: all four C_mem are lower bounds.
-`:full` (2,000 exposures, 14k parameters to the 1.59M-parameter seed baseline, hours on an
-accelerator) was written and validated (`capacity_run.check`) but has not been run.
+Measured on the 2-core CPU (2026-11-27; shared with three other jobs, load average 9-13):
+25.4 CPU-minutes (user) + 1.0 (system), 54 min wall. The search chose lr 0.02, init 0.5 for
+both. At saturation (annealed 8,000 exposures; median [min-max over 3 seeds]): 1,883
+[1,879-1,940] bits = 1.87 bits/param (1,008 params; +3.0 % over 4,000 -> 8,000) and 2,475
+[2,422-2,539] = 1.93 bits/param (1,280 params; +1.2 %), both sizes plateaued: two capacities.
+Per non-embedding parameter 3.10 and 2.81 bits. `:full` (annealed 1,000 and 2,000 exposures,
+14k parameters to the 1.59M-parameter seed baseline, hours on an accelerator) and `:scale` were
+written and validated (`capacity.populations.check`) but have not been run.
 """
 
 from jaxcap.config.base import base_config, parse_arg
