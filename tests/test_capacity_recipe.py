@@ -80,6 +80,27 @@ def test_each_ablation_row_changes_only_what_it_names(row):
     validate(ablation.config_for(overrides, 3))
 
 
+def test_ablation_launch_flags_spell_the_rows_config():
+    """Each row runs as its own launch: its flags (tuples, booleans, strings, floats) parse, in
+    the launcher's own parser, to exactly the config the row names."""
+    _, _, _, overrides = ablation.ROWS[-1]
+    script = (
+        "import json, sys\n"
+        "from absl import flags\n"
+        "from jaxcap import launch\n"
+        "launch._parse(sys.argv)\n"
+        "print(json.dumps(flags.FLAGS.config.to_dict()))\n"
+    )
+    argv = ["launch", *ablation.flags(overrides, 3)]
+    out = subprocess.run(
+        [sys.executable, "-c", script, *argv[1:]], cwd=ROOT, env=ENV, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    parsed = json.loads(out.stdout.strip().splitlines()[-1])
+    want = json.loads(json.dumps(ablation.config_for(overrides, 3).to_dict()))
+    assert _flat(parsed) == _flat(want)
+
+
 def test_bits_formula_agrees_with_the_plain_implementation():
     """jaxcap's item_scores on the padded sequence (last position unscored) against the plain
     implementation's code length of the 15 next tokens, on the same logits: random, with the

@@ -25,11 +25,14 @@ import argparse
 import datetime
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: configs/ lives beside the package
 CASE = {
     "sweep.buckets": ("model.d_model=16",),
     "capacity.bits_per_param_grid": (),
@@ -117,7 +120,7 @@ ROWS = (
 def config_for(overrides: dict, seeds: int):
     from jaxcap.config.base import load_config
 
-    config = load_config(Path(__file__).resolve().parents[3] / "configs" / "capacity.py")
+    config = load_config(ROOT / "configs" / "capacity.py")
     config.sweep.seeds = seeds
     config.runtime.progress = False
     for path, value in {**CASE, **overrides}.items():
@@ -129,14 +132,24 @@ def config_for(overrides: dict, seeds: int):
     return config
 
 
+def flags(overrides: dict, seeds: int) -> list[str]:
+    """The launch flags of a row: `configs/capacity.py` with CASE, then the row's overrides."""
+    out = [f"--config={ROOT / 'configs' / 'capacity.py'}", f"--config.sweep.seeds={seeds}"]
+    out.append("--config.runtime.progress=False")
+    for path, value in {**CASE, **overrides}.items():
+        out.append(f"--config.{path}={value if isinstance(value, str) else repr(value)}")
+    return out
+
+
 def measure(workdir: Path, row: str, overrides: dict, seeds: int) -> dict:
-    """Run (or read back) one row: bits stored per seed at 1,000 exposures, constant and annealed."""
+    """Run (or read back) one row, a launch of its own (so an interrupted row resumes): bits
+    stored per seed at 1,000 exposures, constant and annealed."""
     from jaxcap.results.store import read_jsonl
-    from jaxcap.run import run
 
     where = workdir / row
     if not (where / "report" / "capacity.json").exists():
-        run(config_for(overrides, seeds), str(where))
+        command = [sys.executable, "-m", "jaxcap.launch", *flags(overrides, seeds), f"--workdir={where}"]
+        subprocess.run(command, check=True)
     rows = read_jsonl(where / "capacity.jsonl")
     out = {}
     for schedule in ("constant", "annealed"):
