@@ -45,17 +45,15 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
 
 
 def population_report(store: Store) -> list[Path]:
-    """report/: the per-level table (report.md) and the success-metric-vs-complexity figure."""
+    """report/: the per-level table (report.md) and the figures (jaxcap.reports.population)."""
     rows = store.member_rows()
-    table = summary.format_table(summary.levels(rows, HPARAM_NAMES))
-    store.report_path.mkdir(exist_ok=True)
-    figure = summary.plot_levels(rows, store.report_path / "accuracy_vs_complexity.png")
-    from jaxcap.reports.population import population_figures  # dynamics, generalization gap, final metrics
+    table = summary.format_table(summary.levels(rows, HPARAM_NAMES), markdown=True)
+    from jaxcap.reports.population import population_figures  # scores, success, dynamics, gap
 
     figures, section = population_figures(store, rows)
-    text = f"# {store.root.name}\n\n```\n{table}\n```\n\n![{figure.stem}]({figure.name})\n{section}"
+    text = f"# {store.root.name}\n\n{table}\n{section}"
     write_atomic(store.report_path / "report.md", text)
-    return [store.report_path / "report.md", figure, *figures]
+    return [store.report_path / "report.md", *figures]
 
 
 def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:

@@ -17,21 +17,24 @@ trial, the config's own hyperparameters, vs the best tuned trial): the seed desi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import statistics
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 import ml_collections
 import optuna
 from optuna.trial import TrialState
 
 from jaxcap import tasks
 from jaxcap.experiments.hpo import study as study_lib
-from jaxcap.reports.summary import fmt, fmt_bits
+from jaxcap.reports.summary import fmt, fmt_bits, grid
 from jaxcap.results.store import Store, write_atomic
 
 matplotlib.use("Agg")
@@ -100,7 +103,7 @@ def _measured_chance(rows: list[dict], study: str, nominal: float) -> float:
     return statistics.median(measured) if measured else nominal
 
 
-def format_table(levels: list[dict]) -> str:
+def format_table(levels: list[dict], markdown: bool = False) -> str:
     """Per level: trials finished, the baseline's and the best trial's metric, the best params."""
     if not levels:
         return "(no studies)"
@@ -128,33 +131,57 @@ def format_table(levels: list[dict]) -> str:
                 ),
             ]
         )
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
     title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (mean over seeds)"
-    rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
-    return "\n".join([title, *rows, *(" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)])
+    if markdown:
+        return "\n".join([f"**{title}**", "", *grid(head, lines, markdown=True)]) + "\n"
+    return "\n".join([title, *grid(head, lines)])
 
 
 def _first_objective(studies: list[optuna.Study]):
-    """(target, name) for Optuna's plots: the first objective (multi-objective studies need one)."""
+    """(target, name) for Optuna's plots: the first objective (multi-objective studies need
+    one), named as the study names it (`study.metric_names`, set when it was created)."""
+    named = next((st.metric_names for st in studies if st.metric_names), None)
+    name = named[0] if named else "objective"
     if any(len(st.directions) > 1 for st in studies):
-        return (lambda t: t.values[0]), "objective (first value)"
-    return None, "objective"
+        return (lambda t: t.values[0]), name
+    return None, name
+
+
+@contextlib.contextmanager
+def optuna_figure() -> Iterator[None]:
+    """Optuna's matplotlib plots switch the whole process to the ggplot style (grey panels, and
+    a colour cycle whose C7 is C0): confine that to the figure being drawn."""
+    with plt.rc_context(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
+        yield
 
 
 def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
     """Optuna's own optimization history (`optuna.visualization.matplotlib`): the objective of
-    every complete trial and the best so far, one colour per study (level)."""
+    every complete trial and the best so far, one colour per study (level), the best-so-far line
+    in its study's colour (Optuna gives it another)."""
     from optuna.visualization import matplotlib as optuna_plots
 
     target, name = _first_objective(studies)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
+    with optuna_figure():
         ax = optuna_plots.plot_optimization_history(studies, target=target, target_name=name)
-    ax.legend(fontsize=6, loc="best")
-    ax.figure.set_size_inches(7.0, 4.2)
-    ax.figure.tight_layout()
-    ax.figure.savefig(path, dpi=110)
-    plt.close(ax.figure)
+        colors = {c.get_label().split(" of ", 1)[-1]: c.get_facecolor()[0] for c in ax.collections}
+        for line in ax.get_lines():
+            study = line.get_label().split(" of ", 1)[-1]
+            if study in colors:
+                line.set_color(colors[study])
+                line.set_label(f"best so far, {study}")
+        for c in ax.collections:  # Optuna's own "_child" series (infeasible trials) stay unnamed
+            label = c.get_label()
+            c.set_label(f"trial, {label.split(' of ', 1)[-1]}" if " of " in label else "_nolegend_")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("trial number")
+        ax.set_title(f"optimization history: {name} per trial (val, mean over seeds)", fontsize=9)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.figure.set_size_inches(8.6, 4.2)
+        ax.figure.tight_layout()
+        ax.figure.savefig(path, dpi=110)
+        plt.close(ax.figure)
     return path
 
 
@@ -168,14 +195,21 @@ def plot_importances_per_study(studies: list[optuna.Study], directory: Path) -> 
         if not importances(study):  # too few trials, or nothing varied
             continue
         target, name = _first_objective([study])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with optuna_figure():
             ax = optuna_plots.plot_param_importances(study, target=target, target_name=name)
-        ax.set_title(f"{study.study_name}: hyperparameter importance", loc="left")  # replaces Optuna's
-        ax.figure.tight_layout()
-        path = directory / f"hpo_importance_{re.sub(r'[^A-Za-z0-9_.=-]+', '_', study.study_name)}.png"
-        ax.figure.savefig(path, dpi=110)
-        plt.close(ax.figure)
+            ax.set_title("")
+            ax.set_title(
+                f"{study.study_name}\nhyperparameter importance for {name} (PED-ANOVA)",
+                fontsize=9,
+                loc="left",
+            )
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()  # one bar series, named in the title
+            ax.figure.set_size_inches(7.0, 4.2)
+            ax.figure.tight_layout()
+            path = directory / f"hpo_importance_{re.sub(r'[^A-Za-z0-9_.=-]+', '_', study.study_name)}.png"
+            ax.figure.savefig(path, dpi=110)
+            plt.close(ax.figure)
         paths.append(path)
     return paths
 
@@ -219,12 +253,15 @@ def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path
     return path
 
 
+BASELINE_COLOR, TUNED_COLOR = "tab:orange", "tab:blue"  # named, not C-indices: no style can merge them
+
+
 def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
     """The success metric vs complexity: baseline hyperparameters vs the best trial (seed range)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for key, label, color, dx in (
-        ("baseline", "baseline hyperparameters", "C7", -0.03),
-        ("best", "tuned (best trial)", "C0", 0.03),
+        ("baseline", "baseline hyperparameters", BASELINE_COLOR, -0.03),
+        ("best", "tuned (best trial)", TUNED_COLOR, 0.03),
     ):
         pts = [lv for lv in levels if lv[key] and lv[key]["seeds"]]
         xs = [lv["complexity_bits"] + dx for lv in pts]
@@ -253,7 +290,7 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
     )
     for lv in ordered:
         ax.annotate(
-            ",".join(str(v) for v in lv["knobs"].values()),
+            ",".join(f"{k}={v}" for k, v in lv["knobs"].items()),
             (lv["complexity_bits"], 0),
             xycoords=("data", "axes fraction"),
             fontsize=6,
@@ -262,8 +299,8 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
             ha="center",
         )
     ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(levels[0]["metric"] if levels else "metric")
-    ax.set_title("with and without hyperparameter optimization", fontsize=9)
+    ax.set_ylabel(f"{levels[0]['metric'] if levels else 'metric'} (test)")
+    ax.set_title("with and without hyperparameter optimization (trials chosen on val)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -297,7 +334,7 @@ def hpo_report(store: Store) -> list[Path]:
         else "No level has both a finished baseline and a best trial."
     )
     images = "\n".join(f"![{p.stem}]({p.name})" for p in figures)
-    table = format_table(levels)
-    text = f"# {store.root.name}: hyperparameter search\n\n```\n{table}\n```\n\n{note}\n\n{images}\n"
+    table = format_table(levels, markdown=True)
+    text = f"# {store.root.name}: hyperparameter search\n\n{table}\n{note}\n\n{images}\n"
     write_atomic(store.report_path / "hpo.md", text)
     return [store.report_path / "hpo.md", *figures]
