@@ -7,7 +7,8 @@ val entropy, and any other eval split such as val_long) with every level overlai
 per level (ordered by complexity), its median over seeds as a thick line and each seed as a
 thin one. Panels that compare share their y axis (train and val accuracy on [0, 1]; train and
 val loss on one log axis), the step axis is logarithmic and says so, and at most three columns
-keep the figure on a laptop screen. Test metrics are not drawn: they are read once, at the end
+keep the figure on a laptop screen. A loss below 1e-6 nats is drawn at that floor (labelled
+"<=1e-06") rather than falling off the log axis. Test metrics are not drawn: they are read once, at the end
 (the per-level tables), never to choose anything.
 """
 
@@ -27,6 +28,18 @@ import numpy as np  # noqa: E402
 from jaxcap.results.store import Store  # noqa: E402
 
 COLUMNS = 3
+
+
+LOSS_FLOOR = 1e-6  # nats: below this a loss reads as zero (the floor's tick says so)
+
+
+def level_colors(n: int) -> list:
+    """Colours that tell levels apart: the ten strong hues of tab20, then its ten light ones;
+    a sequential map only past 20 levels, where no palette names each line."""
+    if n <= 20:
+        tab = plt.cm.tab20.colors
+        return [tab[2 * i] if i < 10 else tab[2 * (i - 10) + 1] for i in range(n)]
+    return list(plt.cm.viridis(np.linspace(0.0, 0.92, n)))
 
 
 def log_steps(ax, label: bool = True) -> None:
@@ -76,7 +89,7 @@ def plot_dynamics(
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 2.7 * n_rows + 0.5), squeeze=False)
     flat = list(axes.flat)
     order = sorted(groups, key=lambda key: groups[key][0]["complexity_bits"])
-    colors = plt.cm.viridis(np.linspace(0.0, 0.92, max(len(order), 2)))
+    colors = level_colors(len(order))
     handles = []
     for color, key in zip(colors, order):
         members = groups[key]
@@ -85,10 +98,12 @@ def plot_dynamics(
             continue
         steps = array[0, :, 0]
         index = [r["member"] for r in members]
-        for ax, (column, _, _) in zip(flat, chosen):
+        for ax, (column, _, group) in zip(flat, chosen):
             if column not in bucket_names:
                 continue
             values = array[index, :, bucket_names.index(column)]
+            if group == "loss":  # a loss of 0 (or 1e-9) is drawn at the floor, not off a log axis
+                values = np.maximum(values, LOSS_FLOOR)
             for seed_curve in values:
                 ax.plot(steps, seed_curve, color=color, lw=0.5, alpha=0.35)
             ax.plot(steps, _median(values), color=color, lw=1.6)
@@ -99,8 +114,8 @@ def plot_dynamics(
     for ax in flat[len(chosen) + 1 :]:
         ax.axis("off")
     seeds = len({r["seed"] for r in rows})
-    note = plt.Line2D([], [], color="gray", lw=0.5, alpha=0.6, label=f"thin: each of {seeds} seeds")
-    thick = plt.Line2D([], [], color="gray", lw=1.6, label="thick: median over seeds")
+    note = plt.Line2D([], [], color="black", lw=0.5, alpha=0.6, label=f"thin: each of {seeds} seeds")
+    thick = plt.Line2D([], [], color="black", lw=1.6, label="thick: median over seeds")
     legend_ax.legend(
         handles=[thick, note, *handles],
         loc="upper left",
@@ -149,8 +164,8 @@ def _axes(flat: list, chosen: list[tuple[str, str, str]], metric: str, higher: b
         low, high = (finite.min(), finite.max()) if finite.size else (1e-3, 10.0)
         for ax in losses:
             ax.set_yscale("log")
-            ax.set_ylim(max(low / 1.5, 1e-6), high * 1.5)  # a loss at 0 sits at the floor, not off the axis
-            plain = ticker.FuncFormatter(lambda y, _: f"{y:g}")
+            ax.set_ylim(LOSS_FLOOR / 1.5 if low <= LOSS_FLOOR else low / 1.5, high * 1.5)
+            plain = ticker.FuncFormatter(lambda y, _: f"<={y:g}" if y == LOSS_FLOOR else f"{y:g}")
             ax.yaxis.set_major_formatter(plain)
             ax.yaxis.set_minor_formatter(plain if high / low < 20 else ticker.NullFormatter())
             ax.tick_params(which="both", labelsize=6)

@@ -98,6 +98,8 @@ def levels_figure(
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance: input-blind, fitted on train")
     if any(lv.get("shortcut") is not None for lv in levels):
         ax.plot([], [], "_", color="C1", ms=12, mew=1.5, label=f"shortcut: {first['shortcut_name']}")
+    if levels and levels[0]["knobs"]:
+        ax.plot([], [], " ", label=f"labels: {', '.join(levels[0]['knobs'])}")
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"{first['metric']} ({'higher' if first['higher_is_better'] else 'lower'} is better)")
     if first["metric"].endswith(("accuracy", "exact")):
@@ -126,7 +128,6 @@ def success_rate_figure(
         xs = [lv["complexity_bits"] + dx for lv in mine]
         rates = [lv["n_success"] / lv["n"] if lv["n"] else float("nan") for lv in mine]
         color = f"C{i % 10}"
-        ax.plot(xs, rates, "-", color=color, lw=0.8, alpha=0.5)
         faces = [color if lv["learned"] else "white" for lv in mine]
         ax.scatter(
             xs,
@@ -155,6 +156,8 @@ def success_rate_figure(
     sign = ">=" if first["higher_is_better"] else "<="
     ax.axhline(0.5, color="C3", ls=":", lw=0.8, label="learned: more than half of the seeds (filled)")
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance predictor: succeeds (1) or not (0)")
+    knobs = ", ".join(levels[0]["knobs"]) if levels else ""
+    ax.plot([], [], " ", label=f"labels: seeds that succeeded / seeds; {knobs}")
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"success rate ({first['metric']} {sign} {first['threshold']:g})")
     ax.set_ylim(-0.08, 1.2)

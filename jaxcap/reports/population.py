@@ -135,11 +135,11 @@ def plot_gap(store: Store, rows: list[dict], path: Path) -> Path:
     left.set_ylabel(f"final gap in {rows[0]['metric']} (+ = worse on the held-out split)")
     left.legend(fontsize=7)
     curves = {b: store.curves(b) for b in dict.fromkeys(r["bucket"] for r in rows)}
-    for j, members in enumerate(groups.values()):
+    ordered = sorted(groups.values(), key=lambda m: m[0]["complexity_bits"])
+    for color, members in zip(dynamics.level_colors(len(ordered)), ordered):  # as in dynamics.png
         names, array = curves[members[0]["bucket"]]
         if "gap" in names:
             gap = np.median(array[[r["member"] for r in members], :, names.index("gap")], axis=0)
-            color = plt.cm.viridis(j / max(1, len(groups) - 1))
             right.plot(array[0, :, 0], gap, color=color, lw=1.0, label=level_name(members[0]))
     right.axhline(0.0, color="gray", lw=0.8)
     dynamics.log_steps(right, label=False)

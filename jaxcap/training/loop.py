@@ -28,6 +28,7 @@ from jaxcap.core.population import stack
 from jaxcap.core.runtime import PhaseClock
 from jaxcap.core.train import PopulationProgram, make_population
 from jaxcap.models import param_count
+from jaxcap.results import tables
 from jaxcap.results.outcomes import member_success
 from jaxcap.results.store import Store
 from jaxcap.tasks import holdout
@@ -247,6 +248,10 @@ def train_bucket(
     )
     chunk = cursor["step"] // settings.chunk_steps
     levels = [writers.level_name(m.knobs) for m in members]
+    coords = tables.member_coords(
+        members, bucket.label, [bucket.task.complexity_bits(m.knobs) for m in members]
+    )
+    fields = tuple(tables.eval_fields(coords, tuple(members[0].hparams)))
     clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
         first = not clock.count["compile"]  # the first chunk and eval compile their programs
@@ -265,7 +270,7 @@ def train_bucket(
             state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         with clock("store"):
-            store.append_evals(bucket.name, step, host)
+            store.append_evals(bucket.name, step, host, coords, fields)
             writers.active().write_eval(bucket.name, step, host, levels)  # TensorBoard / W&B, if on
         if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
             with clock("checkpoint"):
