@@ -69,7 +69,9 @@ def test_eval_rows_carry_level_and_seed(tmp_path):
     store = _write(tmp_path)
     evals = pd.read_json(store.evals_path, lines=True)
     row = evals[(evals.modulus == 97) & (evals.seed == 1) & (evals.step == 30)]
-    assert len(row) == 1 and row.level.item() == "modulus=97" and row.val_accuracy.item() == pytest.approx(3.3)
+    assert (
+        len(row) == 1 and row.level.item() == "modulus=97" and row.val_accuracy.item() == pytest.approx(3.3)
+    )
     assert "learning_rate" not in evals.columns  # hyperparameters live in members.csv and the curves
 
 

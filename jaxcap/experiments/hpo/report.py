@@ -165,15 +165,7 @@ def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) ->
     target, name = _first_objective(studies)
     with optuna_figure():
         ax = optuna_plots.plot_optimization_history(studies, target=target, target_name=name)
-        colors = {c.get_label().split(" of ", 1)[-1]: c.get_facecolor()[0] for c in ax.collections}
-        for line in ax.get_lines():
-            study = line.get_label().split(" of ", 1)[-1]
-            if study in colors:
-                line.set_color(colors[study])
-                line.set_label(f"best so far, {study}")
-        for c in ax.collections:  # Optuna's own "_child" series (infeasible trials) stay unnamed
-            label = c.get_label()
-            c.set_label(f"trial, {label.split(' of ', 1)[-1]}" if " of " in label else "_nolegend_")
+        _recolour_history(ax, studies)
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("trial number")
         ax.set_title(f"optimization history: {name} per trial (val, mean over seeds)", fontsize=9)
@@ -183,6 +175,28 @@ def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) ->
         ax.figure.savefig(path, dpi=110)
         plt.close(ax.figure)
     return path
+
+
+def _recolour_history(ax, studies: list[optuna.Study]) -> None:
+    """Name each series by its study and draw its best-so-far line in its points' colour."""
+
+    def study_of(label: str) -> str | None:
+        if " of " in label:  # several studies: "objective of <study>", "Best Value of <study>"
+            return label.split(" of ", 1)[1]
+        single = len(studies) == 1 and not label.startswith("_") and "nfeasible" not in label
+        return studies[0].study_name if single else None
+
+    colors = {}
+    for c in ax.collections:  # Optuna's own "_child" series (infeasible trials) stay unnamed
+        study = study_of(c.get_label())
+        if study is not None:
+            colors[study] = c.get_facecolor()[0]
+        c.set_label(f"trial, {study}" if study else "_nolegend_")
+    for line in ax.get_lines():
+        study = study_of(line.get_label())
+        if study in colors:
+            line.set_color(colors[study])
+            line.set_label(f"best so far, {study}")
 
 
 def plot_importances_per_study(studies: list[optuna.Study], directory: Path) -> list[Path]:
