@@ -247,7 +247,7 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor["step"] // settings.chunk_steps
-    levels = [writers.level_name(m.knobs) for m in members]
+    runs = writers.member_runs(bucket.name, members, bucket.label)
     coords = tables.member_coords(
         members, bucket.label, [bucket.task.complexity_bits(m.knobs) for m in members]
     )
@@ -271,7 +271,7 @@ def train_bucket(
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         with clock("store"):
             store.append_evals(bucket.name, step, host, coords, fields)
-            writers.active().write_eval(bucket.name, step, host, levels)  # TensorBoard / W&B, if on
+            writers.active().write_eval(step, host, runs)  # TensorBoard / W&B, if on
         if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
             with clock("checkpoint"):
                 ckpts.save(step, state, cursor)
@@ -297,5 +297,6 @@ def train_bucket(
     }
     rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)
+    writers.active().write_final(rows, runs)  # test metrics, once; HParams; the members' table
     store.check_tables(bucket.name, len(members), cursor)
     return rows
