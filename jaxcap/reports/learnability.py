@@ -157,7 +157,7 @@ def success_rate_figure(
     ax.axhline(0.5, color="C3", ls=":", lw=0.8, label="learned: more than half of the seeds (filled)")
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance predictor: succeeds (1) or not (0)")
     knobs = ", ".join(levels[0]["knobs"]) if levels else ""
-    ax.plot([], [], " ", label=f"labels: seeds that succeeded / seeds; {knobs}")
+    ax.plot([], [], " ", label="labels: seeds that succeeded / seeds" + (f"; {knobs}" if knobs else ""))
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"success rate ({first['metric']} {sign} {first['threshold']:g})")
     ax.set_ylim(-0.08, 1.2)

@@ -117,7 +117,7 @@ def format_table(levels_: list[dict], markdown: bool = False) -> str:
             diverged += f" ({lv['diverged_all']}/{lv['n_all']} all)"
         lines.append(
             [
-                *([lv["bucket"]] if bucket_col else []),
+                *([lv["bucket"].replace("task.", "")] if bucket_col else []),
                 *(str(lv["knobs"].get(k, "—")) for k in knob_names),
                 fmt_bits(lv["complexity_bits"]),
                 *(fmt(lv["best"].get(n), ".3g") for n in best_names),
