@@ -3,8 +3,7 @@
 `train_bucket` is what every experiment calls per population (jaxcap.experiments). Between
 chunks (never inside one) the loop pulls the eval metrics to the host, appends them to the
 results store (and any metric writer, jaxcap.training.writers), checkpoints the population with
-the host cursor, and advances the progress bar. Rerunning on the same workdir resumes from the
-newest checkpoint.
+the host cursor, and advances the progress bar. Rerunning resumes from the newest checkpoint.
 """
 
 from __future__ import annotations
@@ -248,9 +247,8 @@ def train_bucket(
     )
     chunk = cursor["step"] // settings.chunk_steps
     runs = writers.member_runs(bucket.name, members, bucket.label)
-    coords = tables.member_coords(
-        members, bucket.label, [bucket.task.complexity_bits(m.knobs) for m in members]
-    )
+    bits = [bucket.task.complexity_bits(m.knobs) for m in members]
+    coords = tables.member_coords(members, bucket.label, bits)  # curves.zarr's; level, seed in evals
     fields = tuple(tables.eval_fields(coords, tuple(members[0].hparams)))
     clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
