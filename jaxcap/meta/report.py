@@ -46,7 +46,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
             p = success_probability(d, np.log(grid), rng, arch=a, family=f)  # new levels
             ax.fill_between(grid, *np.quantile(p, [0.05, 0.95], axis=0), color=color, alpha=0.15, lw=0)
             ax.fill_between(grid, *np.quantile(p, [0.25, 0.75], axis=0), color=color, alpha=0.25, lw=0)
-            ax.plot(grid, p.mean(0), color=color, label=_arch_words(meta["arch_labels"][a]))
+            ax.plot(grid, p.mean(0), color=color, label=arch_words(meta["arch_labels"][a]))
             lo, mid, hi = np.quantile(bstar[:, a, f], [0.05, 0.5, 0.95])
             ax.axvline(mid, color=color, ls="--", lw=1)
             ax.axvspan(lo, hi, color=color, alpha=0.07)
@@ -84,8 +84,9 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
     return path
 
 
-def _arch_words(label: str) -> str:
-    """`a0: 1L d16 2x8 ff32 float32` -> `a0: 1 layers, d_model 16, 2 heads x 8, d_ff 32, float32`."""
+def arch_words(label: str) -> str:
+    """`a0: 1L d16 2x8 ff32 float32` -> `a0: 1 layers, d_model 16, 2 heads x 8, d_ff 32, float32`
+    (the fit's compact labels, in words for a figure's reader; other fields stay as they are)."""
     name, _, short = label.partition(": ")
     words = []
     for part in short.split():
@@ -118,7 +119,7 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     ax.set_yscale("log")
     top = max([float(c.max())] + [arch[key] for arch in tables["archs"] for key, _, _ in budgets])
     ax.set_ylim(top=top * 4)  # every budget on the axis, however far above C it is
-    names = [_arch_words(a["label"]).replace(": ", "\n").replace(", ", "\n") for a in tables["archs"]]
+    names = [arch_words(a["label"]).replace(": ", "\n").replace(", ", "\n") for a in tables["archs"]]
     ax.set_xticks(range(1, c.shape[1] + 1), names, fontsize=6)
     ref = posterior.meta["families"][posterior.meta["reference"]]
     ax.set_ylabel(f"C (bits of {ref})")
