@@ -168,7 +168,7 @@ def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) ->
         _recolour_history(ax, studies)
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("trial number")
-        ax.set_title(f"optimization history: {name} per trial (val, mean over seeds)", fontsize=9)
+        ax.set_title(f"optimization history: {name} per trial (mean over seeds)", fontsize=9)
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.figure.set_size_inches(8.6, 4.2)
         ax.figure.tight_layout()
