@@ -12,9 +12,10 @@ Prints one JSON document: for each model and population size P, the compile time
 per second as one population, model-steps per second for the same P members trained one after
 another by the P = 1 program in the same process, and their ratio; the GEMM implementations
 the compiled step uses and a probe of the float32 matmul precision in effect. `--cost` prints
-XLA's own accounting of one step instead (bench_cost.py), `--probe` the same benchmark in
-fresh processes under each suspected cause of a slowdown (bench_probe.py), `--study` Optuna
-trials per minute (bench_study.py). Nothing here asserts a speed; tests never time anything.
+XLA's own accounting of one step instead (jaxcap/benchmarks/cost.py), `--probe` the same
+benchmark in fresh processes under each suspected cause of a slowdown
+(jaxcap/benchmarks/probe.py), `--study` Optuna trials per minute (jaxcap/benchmarks/study.py).
+Nothing here asserts a speed; tests never time anything.
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def _check_overrides(argv: list[str]) -> None:
 
 def _parse(argv: list[str]) -> list[str]:
     cli.exit_on_help(argv, __doc__)  # before the config loader asks for --config
-    argv = _normalize(argv)
+    argv = _normalize(cli.expand_flagfiles(argv))  # --flagfile: its flags, as if typed
+    cli.check_known(argv)  # --confg is an unknown flag, not a missing --config
     try:
         _check_overrides(argv)
         rest = flags.FLAGS(argv)
@@ -91,7 +92,7 @@ def main(argv: list[str]) -> None:
     if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint step at INFO
 
-    workdir = _WORKDIR.value or default_workdir(_normalize(sys.argv))
+    workdir = _WORKDIR.value or default_workdir(_normalize(cli.expand_flagfiles(sys.argv)))
     try:
         if _CREATE.value:
             return create(_CONFIG.value, workdir)

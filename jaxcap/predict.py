@@ -23,11 +23,11 @@ regression of log C on the architecture covariates. Without `--arch` every fitte
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 import numpy as np
+from absl import flags
 
 from jaxcap.config import cli
 from jaxcap.meta.cells import arch_covariates
@@ -201,34 +201,67 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
             print(f"  boundary b* {name}: {b['median']:.4g} bits (90%: {b['lo90']:.4g}-{b['hi90']:.4g})")
 
 
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_string("posterior", None, "A calibrate workdir or its posterior.nc.", flag_values=FLAGS)
+flags.DEFINE_string("task", None, "Task family, e.g. modulo or binop:add.", flag_values=FLAGS)
+flags.DEFINE_list(
+    "level", [], "Values of the family's level field (--level 16 40 97 or 16,40,97).", flag_values=FLAGS
+)
+flags.DEFINE_list("complexity", [], "Difficulty covariate in bits (--complexity 6 8).", flag_values=FLAGS)
+flags.DEFINE_string("arch", None, "a0, a1, ... or model fields d_model=64,n_heads=4.", flag_values=FLAGS)
+flags.DEFINE_bool("new_family", False, "--task names a family the fit has not seen.", flag_values=FLAGS)
+flags.DEFINE_integer("seed", 0, "Seed of the posterior predictive draws.", flag_values=FLAGS)
+flags.DEFINE_bool("json", False, "Print JSON instead of text.", flag_values=FLAGS)
+LISTS = ("--level", "--complexity")
+
+
+def _gather(argv: list[str]) -> list[str]:
+    """`--level 16 40 97` (the form the docs use) -> `--level=16,40,97`; `--new-family` ->
+    `--new_family`."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i].replace("--new-family", "--new_family")
+        if arg in LISTS:
+            values = []
+            while i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                values.append(argv[i + 1])
+                i += 1
+            arg = f"{arg}={','.join(values)}"
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _usage(message: str) -> int:
+    print(f"usage error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=cli.prog("predict"), description=__doc__.splitlines()[0])
-    parser.add_argument("--posterior", required=True, help="a calibrate workdir or its posterior.nc")
-    parser.add_argument("--task", required=True, help="task family, e.g. modulo or binop:add")
-    parser.add_argument("--level", nargs="+", default=[], help="values of the family's level field")
-    parser.add_argument("--complexity", type=float, nargs="+", default=[], help="difficulty covariate, bits")
-    parser.add_argument("--arch", default=None, help="a0, a1, ... or model fields d_model=64,n_heads=4")
-    parser.add_argument(
-        "--new-family", action="store_true", help="--task names a family the fit has not seen"
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    args = parser.parse_args(argv)
-    if not args.level and not args.complexity:
-        parser.error("give --level or --complexity")
-    if any(b <= 0 for b in args.complexity):
-        parser.error("--complexity: allowed: bits > 0")
+    argv = sys.argv[1:] if argv is None else argv
+    cli.parse([cli.prog("predict"), *_gather(argv)], __doc__, FLAGS)
+    for name in ("posterior", "task"):
+        if FLAGS[name].value is None:
+            return _usage(f"--{name}: required (--help shows an example)")
+    if not FLAGS.level and not FLAGS.complexity:
+        return _usage("--level or --complexity: give one, e.g. --level 16 40 97")
     try:
-        posterior = load_posterior(args.posterior)
-        check_family(posterior, args.task, args.new_family)
-        points = resolve_levels(posterior, args.task, args.level, args.complexity)
+        complexity = [float(b) for b in FLAGS.complexity]
+    except ValueError:
+        return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: numbers of bits > 0")
+    if any(b <= 0 for b in complexity):
+        return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: bits > 0")
+    try:
+        posterior = load_posterior(FLAGS.posterior)
+        check_family(posterior, FLAGS.task, FLAGS.new_family)
+        points = resolve_levels(posterior, FLAGS.task, FLAGS.level, complexity)
         results = [
-            predict(posterior, args.task, points, a, args.seed) for a in resolve_arch(posterior, args.arch)
+            predict(posterior, FLAGS.task, points, a, FLAGS.seed) for a in resolve_arch(posterior, FLAGS.arch)
         ]
     except (OSError, QueryError) as e:
-        print(f"predict: {e}", file=sys.stderr)
+        print(f"predict error: {e}", file=sys.stderr)
         return 2
-    if args.json:
+    if FLAGS.json:
         print(json.dumps(results, indent=1))
     else:
         _print(posterior, results)

@@ -2,27 +2,34 @@
 
 The command dispatches on the workdir's `config.json` to the report of its experiment
 (`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. Population
-figures: jaxcap.reports.population.
+figures: jaxcap.reports.population. Flags as every jaxcap command (jaxcap.config.cli): absl,
+`--flagfile`, `--helpfull`; problems are one line (`usage error: ...`, `report error: ...`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 from pathlib import Path
+
+from absl import flags
 
 from jaxcap.config import cli
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.results.store import Store
 
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_string("workdir", None, "A run's workdir (holds config.json).", flag_values=FLAGS)
+
 
 def main(argv: list[str] | None = None) -> list[Path]:
-    parser = argparse.ArgumentParser(prog=cli.prog("report"), description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", required=True, help="a run's workdir (holds config.json)")
-    args = parser.parse_args(argv)
-    if not (Path(args.workdir) / "config.json").exists():
-        raise SystemExit(f"report error: {args.workdir} holds no config.json; is it a workdir?")
-    store = Store(args.workdir)
+    cli.parse([cli.prog("report"), *(sys.argv[1:] if argv is None else argv)], __doc__, FLAGS)
+    if FLAGS.workdir is None:
+        raise SystemExit("usage error: --workdir: required, e.g. --workdir runs/modmod")
+    workdir = Path(FLAGS.workdir)
+    if not (workdir / "config.json").exists():
+        raise SystemExit(f"report error: {workdir} holds no config.json; is it a workdir?")
+    store = Store(workdir)
     experiment = json.loads(store.config_path.read_text()).get("experiment", "population")
     written = resolve(EXPERIMENTS[experiment].report)(store)
     for path in written:

@@ -1,5 +1,6 @@
-"""The command line: `--help` answers for every entry point without other flags, the console
-scripts point at callables, a stray positional argument or a bad --sizes is a one-line error,
+"""The command line: one absl family. `--help` answers for every entry point without other flags,
+`--helpfull` and `--flagfile` work, the console scripts point at callables, a stray positional
+argument, a misspelt flag (named as unknown), a bad --sizes or a missing flag is a one-line error,
 and the HPO report's history and importance figures are drawn by optuna.visualization."""
 
 import importlib
@@ -30,7 +31,7 @@ def cli(module, *args):
     "module, expected",
     [
         ("launch", "--workdir"),
-        ("report", "usage: python -m jaxcap.report"),
+        ("report", "--workdir"),
         ("bench", "--sizes"),
         ("predict", "--posterior"),
     ],
@@ -64,15 +65,37 @@ def test_console_scripts_point_at_callables():
             ["--sizes", "0", "--models", "small"],
             "usage error: --sizes: got '0'; allowed: integers >= 1",
         ),
-        ("report", ["--workdir", ".", "extra"], "unrecognized arguments: extra"),
+        ("report", ["--workdir", ".", "extra"], "usage error: unexpected argument 'extra'"),
+        (
+            "launch",
+            ["--confg", "configs/modmod.py:smoke"],
+            "usage error: --confg: unknown flag; did you mean --config?",
+        ),
+        ("report", ["--wrkdir", "."], "usage error: --wrkdir: unknown flag; did you mean --workdir?"),
+        ("predict", ["--postrior", "x"], "usage error: --postrior: unknown flag; did you mean --posterior?"),
+        ("bench", ["--size", "8"], "usage error: --size: unknown flag; did you mean --sizes?"),
+        ("predict", ["--posterior", "x"], "usage error: --task: required"),
+        ("report", ["--workdir", "/nonexistent"], "report error: /nonexistent holds no config.json"),
     ],
 )
 def test_stray_arguments_are_one_line_errors(module, args, message):
     out = cli(module, *args)
     assert out.returncode != 0 and message in out.stderr, out.stderr[-2000:]
-    assert (
-        "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) <= 3
-    )  # argparse: usage + line
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_flagfile_and_helpfull_work_on_every_entry_point(tmp_path):
+    """--flagfile reads flags from a file (launch used to answer "--config: required");
+    --helpfull lists absl's own flags as well."""
+    flagfile = tmp_path / "flags"
+    flagfile.write_text("--config=configs/modmod.py:smoke\n--config.train.steps=-1\n")
+    out = cli("launch", f"--flagfile={flagfile}")
+    assert out.returncode != 0 and "config.train.steps" in out.stderr and "required" not in out.stderr
+    flagfile.write_text(f"--workdir={tmp_path / 'none'}\n")
+    out = cli("report", f"--flagfile={flagfile}")
+    assert out.returncode != 0 and "report error:" in out.stderr and "holds no config.json" in out.stderr
+    full = cli("launch", "--helpfull")
+    assert full.returncode == 0 and "--verbosity" in full.stdout and "--workdir" in full.stdout
 
 
 def test_hpo_figures_come_from_optuna(tmp_path, monkeypatch):

@@ -64,6 +64,8 @@ def test_smoke_end_to_end_then_finished(smoke_run):
     before = {p: p.read_bytes() for p in workdir.glob("*.jsonl")}
     again = launch(*SMOKE, "--workdir", str(workdir))
     assert "finished" in again.stdout and before == {p: p.read_bytes() for p in workdir.glob("*.jsonl")}
+    assert "wrote members.jsonl" in out.stdout and "reused members.jsonl, members.csv" in again.stdout
+    assert "wrote members.jsonl" not in again.stdout  # a finished rerun touched no table
 
 
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, smoke_run):

@@ -2,7 +2,8 @@
 (the install cell skips itself, the configs come from this checkout). quickstart: a smoke-sized
 calibration through library calls, its tables printed, its figures displayed, a prediction made;
 it asks for no special runtime and installs only jaxcap. inspect_run: reads a smoke run's workdir
-found from the repository, every bucket it holds, and refuses (without creating it) a missing one."""
+found from the repository, every bucket it holds, refuses (without creating it) a missing one it
+was told to read, and on a fresh runtime with no run makes a smoke run first."""
 
 import sys
 from pathlib import Path
@@ -26,7 +27,9 @@ def test_notebook_is_stored_valid_and_without_outputs(path):
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code and all(not cell.outputs and cell.execution_count is None for cell in code)
     assert "accelerator" not in notebook.metadata  # no special runtime requested
-    assert "colab-badge.svg" in notebook.cells[0].source
+    intro = notebook.cells[0].source
+    assert "](https://colab.research.google.com/)" not in intro  # no badge to Colab's home page
+    assert "colab.research.google.com/github/OWNER/REPO" in intro  # how a fork sets a real one
     install = code[0].source
     assert 'REPO_URL = ""' in install and "JAXCAP_REPO" in install and "-e {CHECKOUT}" in install
     assert "[domains]" not in install  # installs only what it uses
@@ -71,12 +74,37 @@ def test_inspect_run_reads_every_bucket_of_a_run(modmod_smoke, tmp_path, monkeyp
     assert sum("image/png" in o.get("data", {}) for o in curves.outputs) == 1  # one figure per bucket
 
 
+def test_inspect_run_makes_a_smoke_run_on_a_fresh_runtime(tmp_path, monkeypatch):
+    """As on a fresh Colab runtime after the install cell: the notebook alone in an empty folder,
+    no checkout above it, no run named: it makes the modmod smoke run and reads it."""
+    monkeypatch.delenv("JAXCAP_WORKDIR", raising=False)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    notebook = nbformat.read(INSPECT, as_version=4)
+    client = _client(notebook, tmp_path, monkeypatch)
+    client.resources = {"metadata": {"path": str(fresh)}}
+    client.execute()
+    assert "making the modmod smoke run" in _text(notebook, "workdir")
+    assert "buckets: b0" in _text(notebook, "table") and "modulus" in _text(notebook, "table")
+    assert (fresh / "runs" / "modmod_smoke" / "members.csv").is_file()
+
+
 def test_inspect_run_refuses_a_missing_workdir_without_creating_it(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXCAP_WORKDIR", "runs/does-not-exist")  # relative: from the repository
     notebook = nbformat.read(INSPECT, as_version=4)
     with pytest.raises(nbclient.exceptions.CellExecutionError, match="no jaxcap run in .*does-not-exist"):
         _client(notebook, tmp_path, monkeypatch).execute()
     assert not (ROOT / "runs" / "does-not-exist").exists() and not (NOTEBOOKS / "runs").exists()
+
+
+def test_quickstart_reserves_parallel_nuts_chains_in_a_kernel(tmp_path, monkeypatch):
+    """The cells before training, in a fresh kernel: the config cell reserves a CPU device per
+    NUTS chain before JAX starts, so the chains run in parallel as the text says."""
+    notebook = nbformat.read(QUICKSTART, as_version=4)
+    upto = [c.id for c in notebook.cells].index("devices")
+    notebook.cells = notebook.cells[: upto + 1]
+    _client(notebook, tmp_path, monkeypatch).execute()
+    assert "NUTS chains: 2, parallel" in _text(notebook, "devices")
 
 
 @pytest.mark.slow
@@ -96,6 +124,7 @@ def test_quickstart_runs_a_smoke_calibration(tmp_path, monkeypatch):
 
     assert "families: modulo, random_labels" in text("config")
     assert "platform: cpu" in text("devices") and f"Python {sys.version.split()[0]}" in text("devices")
+    assert "NUTS chains: 2, parallel" in text("devices")  # devices reserved before JAX started
     assert "effective capacity C (bits of random_labels" in text("run")
     assert "modulus bits" in text("run") and "median" in text("run")  # the per-level table of a family
     (table,) = [o.data["text/markdown"] for o in outputs["report"] if o.output_type == "display_data"]

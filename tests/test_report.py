@@ -54,7 +54,8 @@ def test_run_writes_figures_and_per_level_metrics(grokking_smoke):
     assert (
         len(lines) == 3 and "val_accuracy" in lines[0] and "train_accuracy" in lines[0] and "gap" in lines[0]
     )
-    assert "task.operation=perm" in table and "## Final metrics" in text
+    assert "operation=perm" in table and "task." not in table and "## Final metrics" in text
+    assert "\n|---:|---:|" in text and "```" not in text  # Markdown tables, not fenced text
 
 
 def test_cli_rebuilds_the_report_from_the_workdir(grokking_smoke):

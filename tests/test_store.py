@@ -211,7 +211,7 @@ def test_curves_open_in_xarray_and_zarr(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         ds = xr.open_zarr(store.curves_path, group="b0")
-    assert ds.curves.dims == ("member", "eval", "metric")
+    assert ds.curves.dims == ("member", "step", "metric") and "step" in ds.indexes
     assert list(ds.metric.values) == ["val_accuracy", "loss"]
     assert list(ds.member.values) == [0, 1] and list(ds.step.values) == [10, 20]
     np.testing.assert_allclose(ds.curves.sel(metric="val_accuracy", member=1), [0.1, 0.2])

@@ -1,7 +1,8 @@
 """Metric writers and the formats other tools read, on one smoke run: TensorBoard event files
-with a scalar per member and per level (read back from the file), curves.zarr opened by
-xarray with named dims and coordinates, a W&B writer wired to a stand-in module, and one-line
-config errors for a writer whose package is missing."""
+with a run per member named by level and seed, tags named by metric, HParams for the sweep
+views, test written once at the end and a members' table (read back from the files), curves.zarr
+opened by xarray with member coordinates, W&B runs per member wired to a stand-in module, and
+one-line config errors for a writer whose package is missing."""
 
 import struct
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.config.fields import ConfigError
+from jaxcap.core.population import Member
 from jaxcap.training import writers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,71 +52,128 @@ def read_events(logdir: Path) -> list:
     return events
 
 
-def test_tensorboard_event_file_holds_members_levels_and_config(tracked_run):
-    events = read_events(tracked_run / "tensorboard")
-    scalars: dict[str, list[tuple[int, float]]] = {}
-    tags = set()
+def _scalars(events) -> dict[str, list[tuple[int, float]]]:
+    out: dict[str, list[tuple[int, float]]] = {}
     for e in events:
         for v in e.summary.value:
-            tags.add(v.tag)
             if v.HasField("simple_value"):
-                scalars.setdefault(v.tag, []).append((e.step, v.simple_value))
-    assert any(t.startswith("config") for t in tags)  # the run's config, once
-    assert [s for s, _ in scalars["b0/val_accuracy/member0"]] == [10, 20, 30, 40]
-    assert {"b0/val_accuracy/modulus_5", "b0/val_accuracy/modulus_7", "b0/chunk_loss/member5"} <= set(scalars)
-    assert len(scalars["b0/train_accuracy/modulus_10"]) == 4
+                out.setdefault(v.tag, []).append((e.step, v.simple_value))
+    return out
+
+
+def test_tensorboard_has_a_run_per_member_named_by_level_and_seed(tracked_run):
+    logdir = tracked_run / "tensorboard"
+    runs = sorted(str(p.parent.relative_to(logdir)) for p in logdir.rglob("events.out.tfevents.*"))
+    members = [f"modulus={n}/seed{s}" for n in (10, 5, 7) for s in (0, 1)]
+    assert runs == sorted(["summary", *members])
+    scalars = _scalars(read_events(logdir / "modulus=5" / "seed0"))
+    assert [s for s, _ in scalars["val/accuracy"]] == [10, 20, 30, 40]  # streamed at every eval
+    assert {"train/accuracy", "train/loss", "training/grad_norm", "training/gap"} <= set(scalars)
+    assert [s for s, _ in scalars["test/accuracy"]] == [40]  # test: once, at the end
+    assert scalars["success"] == [(40, 0.0)] and not any("member" in t for t in scalars)
+
+
+def test_tensorboard_runs_carry_hparams_for_the_sweep_views(tracked_run):
+    from tensorboardX.proto.plugin_hparams_pb2 import HParamsPluginData
+
+    events = read_events(tracked_run / "tensorboard" / "modulus=7" / "seed1")
+    plugin = [
+        HParamsPluginData.FromString(v.metadata.plugin_data.content)
+        for e in events
+        for v in e.summary.value
+        if v.metadata.plugin_data.plugin_name == "hparams"
+    ]
+    session = next(p.session_start_info for p in plugin if p.HasField("session_start_info"))
+    assert session.hparams["modulus"].number_value == 7 and session.hparams["seed"].number_value == 1
+    assert session.hparams["level"].string_value == "modulus=7"
+    assert session.hparams["learning_rate"].number_value == pytest.approx(2e-3)
+    experiment = next(p.experiment for p in plugin if p.HasField("experiment"))
+    assert {m.name.tag for m in experiment.metric_infos} >= {"test/accuracy", "val/accuracy", "success"}
+
+
+def test_tensorboard_summary_run_holds_config_and_the_members_table(tracked_run):
+    events = read_events(tracked_run / "tensorboard" / "summary")
+    texts = {
+        v.tag: v.tensor.string_val[0].decode() for e in events for v in e.summary.value if v.tensor.string_val
+    }
+    assert any(t.startswith("config") for t in texts)
+    table = next(text for t, text in texts.items() if t.startswith("members/b0"))
+    assert "| modulus=5/seed0 | ok | no |" in table and table.count("\n") == 1 + 6
 
 
 def test_tensorboard_scalars_match_the_results_store(tracked_run):
     from jaxcap.results.store import Store
 
     rows = [r for r in Store(tracked_run).eval_rows("b0") if r["member"] == 1 and r["step"] == 40]
-    events = read_events(tracked_run / "tensorboard")
-    value = [
-        v.simple_value
-        for e in events
-        for v in e.summary.value
-        if v.tag == "b0/val_accuracy/member1" and e.step == 40
-    ]
-    assert value == pytest.approx([rows[0]["val_accuracy"]], abs=1e-6)
+    scalars = _scalars(read_events(tracked_run / "tensorboard" / "modulus=5" / "seed1"))
+    assert dict(scalars["val/accuracy"])[40] == pytest.approx(rows[0]["val_accuracy"], abs=1e-6)
 
 
 def test_smoke_curves_open_in_xarray(tracked_run):
     xr = pytest.importorskip("xarray")
     pytest.importorskip("zarr")
     ds = xr.open_zarr(tracked_run / "curves.zarr", group="b0")
-    assert ds.curves.dims == ("member", "eval", "metric")
+    assert ds.curves.dims == ("member", "step", "metric")
     assert ds.sizes["member"] == 6 and list(ds.step.values) == [10, 20, 30, 40]
-    assert "val_accuracy" in list(ds.metric.values)
+    assert "val_accuracy" in list(ds.metric.values) and list(ds.modulus.values) == [5, 5, 7, 7, 10, 10]
     acc = ds.curves.sel(metric="val_accuracy").values
     assert np.all((acc >= 0) & (acc <= 1))
 
 
-def test_eval_scalars_take_the_median_of_each_level():
-    host = {"loss": np.array([1.0, 3.0, np.nan, 4.0])}
-    out = writers.eval_scalars("b0", host, ["n_5", "n_5", "n_7", "n_7"])
-    assert out["b0/loss/n_5"] == 2.0 and out["b0/loss/n_7"] == 4.0  # NaN (diverged) left out
-    assert out["b0/loss/member2"] != out["b0/loss/member2"]  # a member's NaN stays NaN
-    assert writers.level_name({}) == "all" and writers.level_name({"b": 1, "a": 2}) == "a_2-b_1"
+def test_tags_and_run_names():
+    assert [writers.tag(m) for m in ("val_accuracy", "val_long_exact", "test_excess_bits", "grad_norm")] == [
+        "val/accuracy",
+        "val_long/exact",
+        "test/excess_bits",
+        "training/grad_norm",
+    ]
+    members = [
+        Member(index=i, seed=i % 2, hparams={"learning_rate": lr, "dropout": 0.0}, knobs={"p": 7}, trial=None)
+        for i, lr in enumerate((1e-3, 1e-3, 3e-3, 3e-3))
+    ]
+    runs = writers.member_runs("b1", members, "task.operation=add")
+    assert [r.name for r in runs][:3] == [
+        "operation=add,p=7,learning_rate=0.001/seed0",
+        "operation=add,p=7,learning_rate=0.001/seed1",
+        "operation=add,p=7,learning_rate=0.003/seed0",
+    ]
+    assert runs[0].config == {
+        "level": "operation=add, p=7",
+        "seed": 0,
+        "p": 7,
+        "learning_rate": 1e-3,
+        "dropout": 0.0,
+        "bucket": "b1",
+    }
 
 
-def test_wandb_writer_logs_with_a_step_per_bucket(monkeypatch, tmp_path):
-    logged, defined = [], []
-    run = types.SimpleNamespace(
-        config=types.SimpleNamespace(update=lambda c, allow_val_change: logged.append(("config", c))),
-        define_metric=lambda name, step_metric: defined.append((name, step_metric)),
-        log=lambda d: logged.append(("log", d)),
-        finish=lambda: logged.append(("finish", None)),
-    )
-    fake = types.SimpleNamespace(init=lambda **kw: logged.append(("init", kw)) or run)
-    monkeypatch.setitem(sys.modules, "wandb", fake)
+def test_wandb_writer_opens_a_run_per_member_grouped_by_workdir(monkeypatch, tmp_path):
+    logged, inits = [], []
+
+    def init(**kw):
+        inits.append(kw)
+        name = kw["name"]
+        return types.SimpleNamespace(
+            log=lambda d, step: logged.append((name, step, d)),
+            summary={},
+            finish=lambda: logged.append((name, "finish", None)),
+        )
+
+    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(init=init))
+    members = [
+        Member(index=i, seed=i, hparams={"learning_rate": 1e-3}, knobs={"modulus": 5}) for i in range(2)
+    ]
+    runs = writers.member_runs("b0", members, "")
+    row = {"steps": 10, "success": True, "success_metric": "test_accuracy", "status": "ok"}
+    rows = [{**row, "final": {"val_accuracy": 0.9, "test_accuracy": 0.8 + i / 10}} for i in range(2)]
     with writers.tracking(smoke(wandb="proj").runtime, tmp_path, {"seed": 0}):
-        writers.active().write_eval("b0", 10, {"loss": np.array([1.0, 2.0])}, ["all", "all"])
-    init = logged[0][1]
-    assert init["project"] == "proj" and init["resume"] == "allow"
-    assert logged[1] == ("config", {"seed": 0})
-    assert logged[2][1] == {"b0/loss/member0": 1.0, "b0/loss/member1": 2.0, "b0/loss/all": 1.5, "b0/step": 10}
-    assert defined == [("b0/*", "b0/step")] and logged[-1][0] == "finish"
+        writers.active().write_eval(10, {"val_loss": np.array([1.0, 2.0]), "test_loss": np.ones(2)}, runs)
+        writers.active().write_final(rows, runs)
+    assert [i["name"] for i in inits] == ["modulus=5/seed0", "modulus=5/seed1"]
+    assert {i["group"] for i in inits} == {tmp_path.name} and inits[0]["reinit"] == "create_new"
+    assert inits[1]["config"]["seed"] == 1 and inits[1]["config"]["run"] == {"seed": 0}
+    assert logged[0] == ("modulus=5/seed0", 10, {"val/loss": 1.0})  # no test metric while training
+    assert ("modulus=5/seed1", "finish", None) in logged
     assert writers.active().writers == []  # closed and gone after the run
 
 

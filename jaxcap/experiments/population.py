@@ -33,6 +33,8 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
     finished = {b.name for b in buckets if store.complete(b.name, len(b.members))}
     if len(finished) == len(buckets):
         print(f"finished: {store.root} already holds this run's results", flush=True)
+        if not store.members_csv_path.exists():  # a workdir from before members.csv
+            store.write_members_csv()
         for b in buckets:  # a table that lost rows (a torn line) says so
             store.check_tables(b.name, len(b.members), latest_cursor(store.ckpt_path / b.name))
     for bucket in buckets:
@@ -45,29 +47,30 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
 
 
 def population_report(store: Store) -> list[Path]:
-    """report/: the per-level table (report.md) and the success-metric-vs-complexity figure."""
+    """report/: the per-level table (report.md) and the figures (jaxcap.reports.population)."""
     rows = store.member_rows()
-    table = summary.format_table(summary.levels(rows, HPARAM_NAMES))
-    store.report_path.mkdir(exist_ok=True)
-    figure = summary.plot_levels(rows, store.report_path / "accuracy_vs_complexity.png")
-    from jaxcap.reports.population import population_figures  # dynamics, generalization gap, final metrics
+    table = summary.format_table(summary.levels(rows, HPARAM_NAMES), markdown=True)
+    from jaxcap.reports.population import population_figures  # scores, success, dynamics, gap
 
     figures, section = population_figures(store, rows)
-    text = f"# {store.root.name}\n\n```\n{table}\n```\n\n![{figure.stem}]({figure.name})\n{section}"
+    text = f"# {store.root.name}\n\n{table}\n{section}"
     write_atomic(store.report_path / "report.md", text)
-    return [store.report_path / "report.md", figure, *figures]
+    return [store.report_path / "report.md", *figures]
 
 
 def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
     """Train the grid, print the per-level table, write the report."""
-    start = time.time()
+    start, before = time.time(), store.member_rows()
     train_all(config, store)
     rows = store.member_rows()
     print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
     written = population_report(store)
+    tables = ", ".join(
+        p.name for p in (store.members_path, store.members_csv_path, store.evals_path, store.curves_path)
+    )
+    done = f"reused {tables} (trained before)" if rows and rows == before else f"wrote {tables}"
     print(
-        f"wrote {store.members_path.name}, {store.evals_path.name}, {store.curves_path.name}, "
-        f"{', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root} "
+        f"{done}; wrote {', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root} "
         f"({time.time() - start:.0f} s)",
         flush=True,
     )

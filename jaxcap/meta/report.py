@@ -46,7 +46,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
             p = success_probability(d, np.log(grid), rng, arch=a, family=f)  # new levels
             ax.fill_between(grid, *np.quantile(p, [0.05, 0.95], axis=0), color=color, alpha=0.15, lw=0)
             ax.fill_between(grid, *np.quantile(p, [0.25, 0.75], axis=0), color=color, alpha=0.25, lw=0)
-            ax.plot(grid, p.mean(0), color=color, label=meta["arch_labels"][a].split(":")[0])
+            ax.plot(grid, p.mean(0), color=color, label=arch_words(meta["arch_labels"][a]))
             lo, mid, hi = np.quantile(bstar[:, a, f], [0.05, 0.5, 0.95])
             ax.axvline(mid, color=color, ls="--", lw=1)
             ax.axvspan(lo, hi, color=color, alpha=0.07)
@@ -70,9 +70,38 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         ax.set_title(meta["families"][f] + (" (θ = 1)" if f == meta["reference"] else ""))
         covariate = next(lv.get("covariate", "complexity") for lv in table.levels if lv["family"] == f)
         ax.set_xlabel(f"{covariate} (bits)")
-    axes[0][0].set_ylabel("P(success): dots observed, line predicted")
-    axes[0][0].legend(fontsize=7)
-    return _save(fig, path)
+    axes[0][0].set_ylabel("P(success)")
+    handles = axes[0][0].get_legend_handles_labels()[0]
+    handles += [
+        plt.Line2D([], [], color="gray", lw=6, alpha=0.35, label="predicted for a new level: 50% / 90% band"),
+        plt.Line2D([], [], color="gray", ls="--", lw=1, label="boundary b* = C/θ (median; shaded: 90%)"),
+        plt.Line2D([], [], color="gray", marker="o", ls="", mec="k", label="observed rate (size: seeds)"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def arch_words(label: str) -> str:
+    """`a0: 1L d16 2x8 ff32 float32` -> `a0: 1 layers, d_model 16, 2 heads x 8, d_ff 32, float32`
+    (the fit's compact labels, in words for a figure's reader; other fields stay as they are)."""
+    name, _, short = label.partition(": ")
+    words = []
+    for part in short.split():
+        if part.endswith("L") and part[:-1].isdigit():
+            words.append(f"{part[:-1]} layers")
+        elif part.startswith("d") and part[1:].isdigit():
+            words.append(f"d_model {part[1:]}")
+        elif "x" in part and part.replace("x", "").isdigit():
+            heads, d_head = part.split("x", 1)
+            words.append(f"{heads} heads x {d_head}")
+        elif part.startswith("ff") and part[2:].isdigit():
+            words.append(f"d_ff {part[2:]}")
+        else:
+            words.append(part)
+    return f"{name}: {', '.join(words)}" if short else name
 
 
 def plot_capacity(path: Path, posterior: Posterior) -> Path:
@@ -88,10 +117,13 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
         for key, colour, label in budgets:
             ax.scatter([a + 1], [arch[key]], marker="_", s=400, color=colour, label=label if a == 0 else None)
     ax.set_yscale("log")
-    ax.set_xticks(range(1, c.shape[1] + 1), [a["label"].split(":")[0] for a in tables["archs"]])
+    top = max([float(c.max())] + [arch[key] for arch in tables["archs"] for key, _, _ in budgets])
+    ax.set_ylim(top=top * 4)  # every budget on the axis, however far above C it is
+    names = [arch_words(a["label"]).replace(": ", "\n").replace(", ", "\n") for a in tables["archs"]]
+    ax.set_xticks(range(1, c.shape[1] + 1), names, fontsize=6)
     ref = posterior.meta["families"][posterior.meta["reference"]]
     ax.set_ylabel(f"C (bits of {ref})")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.01), frameon=False)  # never over a budget
     return _save(fig, path)
 
 
@@ -149,6 +181,9 @@ def plot_monotone(path: Path, checks: list[dict]) -> Path:
             ax.plot(t["bits"], t["rate"], "o", ms=4, label="observed")
             ax.step(t["bits"], t["isotonic"], where="mid", color="C3", lw=1, label="non-increasing fit")
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
             ax.set_ylim(-0.05, 1.05)
             ax.set_xlabel(f"{name} (bits)", fontsize=8)
             verdict = "monotone" if t["monotone"] else "NOT monotone"

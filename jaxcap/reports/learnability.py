@@ -98,6 +98,8 @@ def levels_figure(
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance: input-blind, fitted on train")
     if any(lv.get("shortcut") is not None for lv in levels):
         ax.plot([], [], "_", color="C1", ms=12, mew=1.5, label=f"shortcut: {first['shortcut_name']}")
+    if levels and levels[0]["knobs"]:
+        ax.plot([], [], " ", label=f"labels: {', '.join(levels[0]['knobs'])}")
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"{first['metric']} ({'higher' if first['higher_is_better'] else 'lower'} is better)")
     if first["metric"].endswith(("accuracy", "exact")):
@@ -108,3 +110,61 @@ def levels_figure(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path), found
+
+
+def success_rate_figure(
+    levels: list[dict], path: Path, title: str, series_of: Callable[[dict], str] = lambda lv: lv["family"]
+) -> Path:
+    """How many seeds succeeded at each level (k of n), beside whether the input-blind chance
+    predictor would: the outcome the meta-model
+    reads, where `levels_figure` shows the score. A level is learned when a strict majority of
+    its seeds succeeded (the dotted line)."""
+    fig, ax = plt.subplots(figsize=(8.6, 4.0))
+    names = list(dict.fromkeys(series_of(lv) for lv in levels))
+    width = 0.08 * (len(names) - 1)
+    for i, name in enumerate(names):
+        mine = sorted((lv for lv in levels if series_of(lv) == name), key=lambda lv: lv["complexity_bits"])
+        dx = (i * 0.08 - width / 2) if len(names) > 1 else 0.0
+        xs = [lv["complexity_bits"] + dx for lv in mine]
+        rates = [lv["n_success"] / lv["n"] if lv["n"] else float("nan") for lv in mine]
+        color = f"C{i % 10}"
+        faces = [color if lv["learned"] else "white" for lv in mine]
+        ax.scatter(
+            xs,
+            rates,
+            s=36,
+            facecolors=faces,
+            edgecolors=color,
+            zorder=3,
+            label=f"{name}: seeds that succeeded",
+        )
+        for x, rate, lv in zip(xs, rates, mine):
+            knobs = ",".join(str(v) for v in lv["knobs"].values())
+            ax.annotate(
+                f"{lv['n_success']}/{lv['n']}\n{knobs}",
+                (x, rate),
+                xytext=(0, 6),
+                textcoords="offset points",
+                fontsize=6,
+                ha="center",
+            )
+            reaches = lv["chance"] is not None and (
+                lv["chance"] >= lv["threshold"] if lv["higher_is_better"] else lv["chance"] <= lv["threshold"]
+            )
+            ax.plot([x], [1.0 if reaches else 0.0], "_", color="gray", ms=12, mew=1.5)
+    first = levels[0] if levels else {"metric": "metric", "threshold": 0.0, "higher_is_better": True}
+    sign = ">=" if first["higher_is_better"] else "<="
+    ax.axhline(0.5, color="C3", ls=":", lw=0.8, label="learned: more than half of the seeds (filled)")
+    ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance predictor: succeeds (1) or not (0)")
+    knobs = ", ".join(levels[0]["knobs"]) if levels else ""
+    ax.plot([], [], " ", label="labels: seeds that succeeded / seeds" + (f"; {knobs}" if knobs else ""))
+    ax.set_xlabel("task complexity (bits)")
+    ax.set_ylabel(f"success rate ({first['metric']} {sign} {first['threshold']:g})")
+    ax.set_ylim(-0.08, 1.2)
+    ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

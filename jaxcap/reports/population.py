@@ -1,19 +1,20 @@
 """The population report's figures, drawn from a workdir's tables (never written to them).
 
-Next to the per-level table and figure of `jaxcap.reports.summary`, a population run's report has:
+Each figure says one thing (docs/population.md shows them):
 
-- `success_vs_complexity.png`: the success metric (a test metric) vs complexity_bits, per-seed
-  points, median with min–max, one series per bucket series, learned levels filled, chance and
+- `accuracy_vs_complexity.png`: the success metric (a test score) vs complexity_bits, per-seed
+  points, median with min-max, one series per bucket series, learned levels filled, chance and
   shortcut (where the task has one) per level, the threshold, and the learnability boundary only
-  where success is monotone in bits (`jaxcap.reports.learnability`); the y label says whether lower is
-  better (NMSE). Out-of-length splits (`val_long_*`) are in `generalization_gap.png`.
-- `dynamics.png`: one row per difficulty level; columns: the primary metric (train, val and
-  any other eval split), the loss, and the predictive entropy, over training steps (log axis,
-  so a grokking jump — train at 1.0 long before val — is visible), one thin line per seed.
+  where success is monotone in bits (`jaxcap.reports.learnability`); the y label says whether lower
+  is better (NMSE).
+- `success_vs_complexity.png`: how many seeds succeeded per level (k of n), whether the chance
+  predictor would, and the majority line that makes a level learned.
+- `dynamics.png`: the curves over training, one panel per metric with the levels overlaid
+  (`jaxcap.reports.dynamics`).
 - `generalization_gap.png`: the final gap (train minus val of the primary metric, sign
   chosen so positive = overfitting; and val minus val_long where an out-of-length split
   exists) vs complexity, and the median train-val gap over training per level.
-- a per-level table of every final eval metric (`report.md`, section "Final metrics").
+- a per-level Markdown table of every final eval metric (`report.md`, "Final metrics").
 """
 
 from __future__ import annotations
@@ -26,12 +27,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from jaxcap.core.population import HPARAM_NAMES  # noqa: E402
-from jaxcap.reports import learnability, summary  # noqa: E402
+from jaxcap.reports import dynamics, learnability, summary  # noqa: E402
 from jaxcap.results.store import Store  # noqa: E402
 
 
@@ -40,10 +40,15 @@ def level_key(row: dict) -> tuple:
     return (row["bucket"], tuple(sorted(row["knobs"].items())))
 
 
-def level_name(row: dict) -> str:
+def level_name(row: dict, bits: bool = False) -> str:
+    """A level in words: its bucket's overrides and task knobs (`operation=add, p=7`), never a
+    bucket id; with `bits`, its complexity too."""
+    label = ", ".join(
+        part.strip().removeprefix("task.") for part in (row.get("bucket_label") or "").split(",")
+    )
     knobs = ", ".join(f"{k}={v}" for k, v in row["knobs"].items())
-    label = row.get("bucket_label") or ""
-    return " | ".join(s for s in (label, knobs) if s) or row["bucket"]
+    name = ", ".join(s for s in (label, knobs) if s) or row["family"]
+    return f"{name} ({summary.fmt_bits(row['complexity_bits'])} bits)" if bits else name
 
 
 def group_levels(rows: list[dict]) -> dict[tuple, list[dict]]:
@@ -65,11 +70,22 @@ def series(label: str) -> tuple[str, str]:
     return ",".join(keep), ",".join(item.split("=", 1)[1] for item in level)
 
 
-def plot_success(rows: list[dict], path: Path) -> Path:
-    """Success metric vs complexity, one series per bucket series (`jaxcap.reports.learnability`)."""
+def _series_name(level: dict) -> str:
+    """A series in words: the non-numeric overrides of its buckets, else the task family."""
+    return series(level["bucket_label"])[0].replace("task.", "") or level["family"]
+
+
+def plot_scores(rows: list[dict], path: Path) -> Path:
+    """The success metric (a test score) vs complexity, one series per bucket series
+    (`jaxcap.reports.learnability`)."""
     levels = summary.levels(rows, HPARAM_NAMES)
-    name = lambda lv: series(lv["bucket"])[0] or lv["family"]  # noqa: E731
-    return learnability.levels_figure(levels, path, _model_title(rows), series_of=name)[0]
+    return learnability.levels_figure(levels, path, _model_title(rows), series_of=_series_name)[0]
+
+
+def plot_success_rate(rows: list[dict], path: Path) -> Path:
+    """k of n seeds succeeding per level vs complexity (`jaxcap.reports.learnability`)."""
+    levels = summary.levels(rows, HPARAM_NAMES)
+    return learnability.success_rate_figure(levels, path, _model_title(rows), series_of=_series_name)
 
 
 def _model_title(rows: list[dict]) -> str:
@@ -92,79 +108,11 @@ def _save(fig, path: Path, tight: bool = True) -> Path:
     return Path(path)
 
 
-SPLIT_STYLES = {"train": "-", "val": "--", "test": ":"}  # other eval splits (val_long, ...): dash-dot
-
-
-def plot_dynamics(store: Store, rows: list[dict], path: Path) -> Path:
-    """The primary metric, loss and entropy over steps, one row per level: one colour per seed,
-    one line style per split (train solid, val dashed, test dotted)."""
-    groups = group_levels(rows)
-    metric = rows[0]["metric"]
-    columns = [metric, "loss"] + (["entropy"] if rows[0]["higher_is_better"] else [])
-    labels = {metric: metric, "loss": "loss (nats)", "entropy": "entropy (bits)"}
-    fig, axes = plt.subplots(len(groups), len(columns), figsize=(3.8 * len(columns), 2.3 * len(groups) + 1.0))
-    axes = np.asarray(axes).reshape(len(groups), len(columns))
-    curves = {b: store.curves(b) for b in dict.fromkeys(r["bucket"] for r in rows)}
-    seeds = sorted({r["seed"] for r in rows})
-    for axes_row, members in zip(axes, groups.values()):
-        names, array = curves[members[0]["bucket"]]
-        if not names:
-            continue
-        steps = array[0, :, 0]
-        splits = [n[: -len(metric) - 1] for n in names if n.endswith(f"_{metric}")]
-        splits.sort(
-            key=lambda split: (list(SPLIT_STYLES).index(split) if split in SPLIT_STYLES else 3, split)
-        )
-        for ax, column in zip(axes_row, columns):
-            for split in (s for s in splits if f"{s}_{column}" in names):
-                style = SPLIT_STYLES.get(split, "-.")
-                for r in members:
-                    values = array[r["member"], :, names.index(f"{split}_{column}")]
-                    ax.plot(steps, values, style, color=f"C{seeds.index(r['seed']) % 10}", lw=0.9)
-            _log_steps(ax)
-            _limits(ax, column)
-            ax.set_ylabel(labels[column], fontsize=7)
-            ax.tick_params(labelsize=7)
-        axes_row[0].set_title(level_name(members[0]), fontsize=8, loc="left")
-    for ax in axes[-1]:
-        ax.set_xlabel("step", fontsize=7)
-    handles = [plt.Line2D([], [], color=f"C{i % 10}", lw=1.2, label=f"seed {s}") for i, s in enumerate(seeds)]
-    handles += [
-        plt.Line2D([], [], color="black", ls=ls, lw=1, label=split) for split, ls in SPLIT_STYLES.items()
-    ]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7, frameon=False)
-    fig.suptitle(_model_title(rows), fontsize=9)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.97))  # room for the legend below and the title above
-    return _save(fig, path, tight=False)
-
-
-def _log_steps(ax) -> None:
-    """A log step axis with labels at 1, 2 and 5 per decade (a short run still gets several)."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-
-
-def _limits(ax, column: str) -> None:
-    """Fixed ranges for bounded metrics, so a level stuck at chance does not look like noise."""
-    if column in ("accuracy", "exact"):
-        ax.set_ylim(-0.02, 1.02)
-    elif column == "nmse":
-        ax.set_ylim(0.0, max(1.1, min(ax.get_ylim()[1], 2.0)))
-    elif column == "entropy":
-        ax.set_ylim(bottom=0.0)
-    elif column == "loss":
-        low, high = ax.get_ylim()
-        if low > 0 and high / low > 20:  # only spans of orders of magnitude need a log axis
-            ax.set_yscale("log")
-
-
 def plot_gap(store: Store, rows: list[dict], path: Path) -> Path:
     """The generalization gap at the end (vs complexity) and over training (median per level)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0))
     groups = group_levels(rows)
-    label_of = lambda m: m[0]["bucket_label"] or m[0]["bucket"]  # noqa: E731
+    label_of = lambda m: m[0]["bucket_label"] or ""  # noqa: E731
     for i, name in enumerate(dict.fromkeys(series(label_of(m))[0] for m in groups.values())):
         fam = sorted(
             (m for m in groups.values() if series(label_of(m))[0] == name),
@@ -174,7 +122,7 @@ def plot_gap(store: Store, rows: list[dict], path: Path) -> Path:
         gaps = [[r["final"]["gap"] for r in m if r["final"].get("gap") is not None] for m in fam]
         for x, g in zip(xs, gaps):
             left.scatter([x] * len(g), g, s=9, alpha=0.35, color=f"C{i % 10}")
-        label = name or fam[0][0]["family"]
+        label = name.replace("task.", "") or fam[0][0]["family"]
         medians = [statistics.median(g) if g else np.nan for g in gaps]
         left.plot(xs, medians, "o-", color=f"C{i % 10}", label=f"{label}: train - val")
         # out-of-length splits: how much worse than in-length validation (the length-generalization gap)
@@ -187,15 +135,15 @@ def plot_gap(store: Store, rows: list[dict], path: Path) -> Path:
     left.set_ylabel(f"final gap in {rows[0]['metric']} (+ = worse on the held-out split)")
     left.legend(fontsize=7)
     curves = {b: store.curves(b) for b in dict.fromkeys(r["bucket"] for r in rows)}
-    for j, members in enumerate(groups.values()):
+    ordered = sorted(groups.values(), key=lambda m: m[0]["complexity_bits"])
+    for color, members in zip(dynamics.level_colors(len(ordered)), ordered):  # as in dynamics.png
         names, array = curves[members[0]["bucket"]]
         if "gap" in names:
             gap = np.median(array[[r["member"] for r in members], :, names.index("gap")], axis=0)
-            color = plt.cm.viridis(j / max(1, len(groups) - 1))
             right.plot(array[0, :, 0], gap, color=color, lw=1.0, label=level_name(members[0]))
     right.axhline(0.0, color="gray", lw=0.8)
-    _log_steps(right)
-    right.set_xlabel("step")
+    dynamics.log_steps(right, label=False)
+    right.set_xlabel("training step (log scale)")
     right.set_ylabel("median gap over seeds")
     right.legend(fontsize=6, ncol=1 + len(groups) // 8)
     fig.suptitle(_model_title(rows), fontsize=9)
@@ -210,7 +158,7 @@ def _long_gap(row: dict) -> float | None:
     return (val - long) if row["higher_is_better"] else (long - val)
 
 
-def metrics_table(rows: list[dict]) -> str:
+def metrics_table(rows: list[dict], markdown: bool = False) -> str:
     """Median over ok seeds of every final train/val/test metric, one line per level."""
     groups = group_levels(rows)
     splits = ("train_", "val_", "test_")
@@ -225,11 +173,15 @@ def metrics_table(rows: list[dict]) -> str:
             values = [r["final"][n] for r in ok if r["final"].get(n) is not None]
             cells.append(f"{statistics.median(values):.3f}" if values else "—")
         lines.append([level_name(members[0]), summary.fmt_bits(members[0]["complexity_bits"]), *cells])
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
-    out = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
-    out += [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
-    return "\n".join(out)
+    return "\n".join(summary.grid(head, lines, markdown))
 
+
+CAPTIONS = {
+    "accuracy_vs_complexity.png": "Test score per level vs complexity: seeds, median and range, chance.",
+    "success_vs_complexity.png": "Seeds that succeeded per level (k of n); learned = more than half.",
+    "dynamics.png": "Training curves: one panel per metric, levels overlaid (median thick, seeds thin).",
+    "generalization_gap.png": "Train minus val of the primary metric: at the end, and over training.",
+}
 
 BAR_DELAY_S = 5.0  # a report rebuild shorter than this prints no bar
 
@@ -246,19 +198,23 @@ def draw(jobs: list[Callable[[], Path]], desc: str = "report") -> list[Path]:
 
 
 def population_figures(store: Store, rows: list[dict] | None = None) -> tuple[list[Path], str]:
-    """Write the three figures; returns their paths and a report.md section linking them."""
+    """Write the four figures; returns their paths and a report.md section with each one and
+    a line saying what it shows."""
     rows = store.member_rows() if rows is None else rows
     if not rows:
         return [], ""
     store.report_path.mkdir(exist_ok=True)
     out = store.report_path
+    groups = group_levels(rows)
+    words = {key: level_name(members[0], bits=True) for key, members in groups.items()}
     paths = draw(
         [
-            lambda: plot_success(rows, out / "success_vs_complexity.png"),
-            lambda: plot_dynamics(store, rows, out / "dynamics.png"),
+            lambda: plot_scores(rows, out / "accuracy_vs_complexity.png"),
+            lambda: plot_success_rate(rows, out / "success_vs_complexity.png"),
+            lambda: dynamics.plot_dynamics(store, groups, words, _model_title(rows), out / "dynamics.png"),
             lambda: plot_gap(store, rows, out / "generalization_gap.png"),
         ]
     )
-    section = "\n## Final metrics (median over seeds)\n\n```\n" + metrics_table(rows) + "\n```\n\n"
-    section += "".join(f"![{p.stem}]({p.name})\n" for p in paths)
+    section = "\n## Final metrics (median over seeds)\n\n" + metrics_table(rows, markdown=True) + "\n\n"
+    section += "## Figures\n\n" + "".join(f"{CAPTIONS[p.name]}\n\n![{p.stem}]({p.name})\n\n" for p in paths)
     return paths, section

@@ -1,4 +1,4 @@
-"""Per-level summary of a run: the table the launch prints and the success-vs-complexity plot.
+"""Per-level summary of a run: the levels and the table the launch prints.
 
 A *level* is one task setting (family + knob values). If hyperparameters were swept, each
 level is reported with its best setting, chosen on **val** (`jaxcap.results.outcomes`: the one rule),
@@ -11,9 +11,7 @@ shortcut's score. Diverged members are counted as failures and shown, never aver
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
-from jaxcap.reports import learnability
 from jaxcap.results import outcomes
 
 
@@ -42,6 +40,7 @@ def levels(rows: list[dict], hparam_names: tuple[str, ...]) -> list[dict]:
         out.append(
             {
                 "bucket": first["bucket_label"] or first["bucket"],
+                "bucket_label": first["bucket_label"] or "",
                 "family": first["family"],
                 "knobs": first["knobs"],
                 "complexity_bits": first["complexity_bits"],
@@ -83,9 +82,21 @@ def fmt_bits(bits: float) -> str:
     return f"{bits:,.0f}" if abs(bits) >= 1e4 else f"{bits:.2f}"
 
 
-def format_table(levels_: list[dict]) -> str:
-    """A fixed-width table per level: knobs, bits, the selection (val) median, the reported (test)
-    median [min, max] over seeds, chance and shortcut, steps to the val threshold, entropy,
+def grid(head: list[str], lines: list[list[str]], markdown: bool = False) -> list[str]:
+    """A table's lines: right-aligned fixed-width columns for a terminal, or a Markdown table
+    (what report.md holds, so it renders as a table and pastes into a spreadsheet or pandas)."""
+    if markdown:
+        escape = lambda cell: cell.replace("|", "\\|")  # noqa: E731
+        out = ["| " + " | ".join(escape(h) for h in head) + " |", "|" + "---:|" * len(head)]
+        return out + ["| " + " | ".join(escape(c) for c in line) + " |" for line in lines]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
+    out = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
+    return out + [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
+
+
+def format_table(levels_: list[dict], markdown: bool = False) -> str:
+    """A fixed-width (or Markdown) table per level: knobs, bits, the selection (val) median, the
+    reported (test) median [min, max] over seeds, chance and shortcut, steps to the val threshold, entropy,
     diverged seeds and successes."""
     if not levels_:
         return "(no finished members)"
@@ -106,7 +117,7 @@ def format_table(levels_: list[dict]) -> str:
             diverged += f" ({lv['diverged_all']}/{lv['n_all']} all)"
         lines.append(
             [
-                *([lv["bucket"]] if bucket_col else []),
+                *([lv["bucket"].replace("task.", "")] if bucket_col else []),
                 *(str(lv["knobs"].get(k, "—")) for k in knob_names),
                 fmt_bits(lv["complexity_bits"]),
                 *(fmt(lv["best"].get(n), ".3g") for n in best_names),
@@ -123,12 +134,10 @@ def format_table(levels_: list[dict]) -> str:
                 "yes" if lv["learned"] else "no",
             ]
         )
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
     families = ", ".join(dict.fromkeys(lv["family"] for lv in levels_))
     chosen = f"best setting on {first['select_metric']}; " if best_names else ""
     title = f"{families}: {first['metric']} per level ({chosen}{max(lv['n'] for lv in levels_)} seeds)"
-    rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
-    rows += [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
+    rows = grid(head, lines, markdown)
     notes = [
         f"median/min/max: {first['metric']} over seeds; chance: the best input-blind predictor fitted on "
         "each member's train split"
@@ -140,18 +149,6 @@ def format_table(levels_: list[dict]) -> str:
         "and not diverged; learned: a strict majority of seeds succeeded; val_steps_to_thr: first eval at "
         "the val threshold"
     )
+    if markdown:
+        return "\n".join([f"**{title}**", "", *rows, "", *(f"- {n}" for n in notes)]) + "\n"
     return "\n".join([title, *rows, *notes])
-
-
-def plot_levels(rows: list[dict], path: Path) -> Path:
-    """Success metric vs complexity per family (`jaxcap.reports.learnability`: learned levels marked one
-    by one, a boundary only where success is monotone in bits)."""
-    lvls = levels(rows, tuple(rows[0]["hparams"]) if rows else ())
-    model = rows[0]["model"] if rows else {}
-    title = (
-        f"{model.get('n_layers')} layers, d_model {model.get('d_model')}, {model.get('n_heads')} heads "
-        f"({rows[0]['n_params']:,} params)"
-        if rows
-        else ""
-    )
-    return learnability.levels_figure(lvls, path, title)[0]

@@ -5,15 +5,22 @@ but the layout is the one xarray and zarr-python read, so the curves open in the
 already use:
 
     xr.open_zarr("<workdir>/curves.zarr", group="b0")
-    # Dataset: curves (member, eval, metric) float32, coordinates member, step (eval), metric
+    # Dataset: curves (member, step, metric) float32; coordinates step (an index), metric, member
+    # and, per member, level, seed, the task knobs (modulus), complexity_bits and the hparams
+    jaxcap.results.curves.open_dataset("<workdir>").sel(modulus=97, seed=0).val_accuracy
+    # one variable per metric, members indexed by their level knobs and seed
 
-Per bucket group: `curves` [member, eval, metric] (NaN where a member has no value), `step`
-[eval] (the training step of each eval), `member` [member] and `metric` [metric] (names). Zarr
-v3 names dimensions in `dimension_names`; a one-dimensional array named like its dimension is
-that dimension's coordinate, and the `coordinates` attribute makes `step` one. TensorStore has
-no string type, so the small `metric` array is written directly in the zarr v3 "string" format
-(vlen-utf8 codec). The root's `zarr.json` carries consolidated metadata, rewritten after every
-change, so `xr.open_zarr` opens it in one read and without a warning.
+Per bucket group: `curves` [member, step, metric] (NaN where a member has no value), `step`
+[step] (the training step of each eval, the dimension's index), `member` [member] and `metric`
+[metric] (names), and one [member] array per member coordinate. Zarr v3 names dimensions in
+`dimension_names`; a one-dimensional array named like its dimension is that dimension's
+coordinate, and the `coordinates` attribute makes the member arrays coordinates. TensorStore has
+no string type, so string arrays (`metric`, `level`) are written directly in the zarr v3
+"string" format (vlen-utf8 codec). The root's `zarr.json` carries consolidated metadata,
+rewritten after every change, so `xr.open_zarr` opens it in one read and without a warning.
+
+Older workdirs still read: groups whose second dimension is `eval` and which carry no member
+coordinates (`open_dataset` takes those from members.jsonl), and the bare arrays before groups.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ import numpy as np
 import tensorstore as ts
 
 _GROUP = {"zarr_format": 3, "node_type": "group", "attributes": {}}
-_ARRAYS = ("curves", "step", "member", "metric")
 _CHUNK_EVALS = 64
 
 
@@ -76,19 +82,22 @@ class Curves:
             return None
         return ts.open(self._spec(bucket, name), open=True).result()
 
-    def _create(self, bucket: str, names: list[str], n_members: int):
+    def _create(self, bucket: str, names: list[str], n_members: int, coords: dict[str, list] | None):
         """The bucket's group and arrays, before its first eval."""
         group = self.root / bucket
         group.mkdir(parents=True, exist_ok=True)
         write_atomic(self.root / "zarr.json", json.dumps(_GROUP))
         write_atomic(group / "zarr.json", json.dumps({**_GROUP, "attributes": {"bucket": bucket}}))
-        dims = ["member", "eval", "metric"]
-        attrs = {"coordinates": "step", "metrics": names}
+        coords = coords or {}
+        for name, values in coords.items():
+            self._coordinate(bucket, name, values)
+        dims = ["member", "step", "metric"]
+        attrs = {"coordinates": " ".join(["step", *coords]), "metrics": names}
         spec = self._spec(bucket, "curves", dimension_names=dims, attributes=attrs, data_type="float32")
         spec["metadata"]["fill_value"] = "NaN"  # an eval not written reads as missing, never as 0
         layout = ts.ChunkLayout(write_chunk_shape=[n_members, _CHUNK_EVALS, len(names)])
         ts.open(spec, create=True, shape=[n_members, 0, len(names)], chunk_layout=layout).result()
-        spec = self._spec(bucket, "step", dimension_names=["eval"])
+        spec = self._spec(bucket, "step", dimension_names=["step"])
         layout = ts.ChunkLayout(write_chunk_shape=[_CHUNK_EVALS])
         ts.open(spec, create=True, dtype=ts.int64, shape=[0], chunk_layout=layout).result()
         spec = self._spec(bucket, "member", dimension_names=["member"])
@@ -96,15 +105,25 @@ class Curves:
         members.write(np.arange(n_members, dtype=np.int32)).result()
         _string_array(group / "metric", names, "metric")
 
+    def _coordinate(self, bucket: str, name: str, values: list) -> None:
+        """One per-member coordinate: numbers through TensorStore, anything else as strings."""
+        if all(isinstance(v, (bool, int, np.integer)) for v in values):
+            dtype, array = ts.int64, np.asarray(values, np.int64)
+        elif all(isinstance(v, (int, float, np.integer, np.floating)) for v in values):
+            dtype, array = ts.float64, np.asarray(values, np.float64)
+        else:
+            return _string_array(self.root / bucket / name, [str(v) for v in values], "member")
+        spec = self._spec(bucket, name, dimension_names=["member"])
+        ts.open(spec, create=True, dtype=dtype, shape=[len(values)]).result().write(array).result()
+
     def _consolidate(self) -> None:
         """Every group's and array's metadata inline in the root's zarr.json (zarr-python's
         consolidated metadata), so readers open the store without listing it."""
         metadata = {}
         for group in sorted(p for p in self.root.iterdir() if (p / "zarr.json").exists()):
             metadata[group.name] = json.loads((group / "zarr.json").read_text())
-            for name in _ARRAYS:
-                if (group / name / "zarr.json").exists():
-                    metadata[f"{group.name}/{name}"] = json.loads((group / name / "zarr.json").read_text())
+            for array in sorted(a for a in group.iterdir() if (a / "zarr.json").exists()):
+                metadata[f"{group.name}/{array.name}"] = json.loads((array / "zarr.json").read_text())
         inline = {"kind": "inline", "must_understand": False, "metadata": metadata}
         write_atomic(self.root / "zarr.json", json.dumps({**_GROUP, "consolidated_metadata": inline}))
 
@@ -113,16 +132,24 @@ class Curves:
         meta = self.root / bucket / "zarr.json"
         return meta.exists() and json.loads(meta.read_text()).get("node_type") == "array"
 
-    def append(self, bucket: str, step: int, names: list[str], table: np.ndarray) -> None:
-        """One eval: `table` is [member, metric] in the order of `names`."""
+    def append(
+        self,
+        bucket: str,
+        step: int,
+        names: list[str],
+        table: np.ndarray,
+        coords: dict[str, list] | None = None,
+    ) -> None:
+        """One eval: `table` is [member, metric] in the order of `names`; `coords` (per-member
+        values by name) are written when the bucket's group is created."""
         if self._legacy(bucket):  # rewrite it in today's layout, then go on appending
             old_names, old = self.read(bucket)
             shutil.rmtree(self.root / bucket)
             for k in range(old.shape[1]):
-                self.append(bucket, int(old[0, k, 0]), old_names[1:], old[:, k, 1:])
+                self.append(bucket, int(old[0, k, 0]), old_names[1:], old[:, k, 1:], coords)
         curves = self._open(bucket, "curves")
         if curves is None:
-            self._create(bucket, names, table.shape[0])
+            self._create(bucket, names, table.shape[0], coords)
             curves = self._open(bucket, "curves")
         steps = self._open(bucket, "step")
         n = curves.shape[1]

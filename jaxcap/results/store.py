@@ -1,10 +1,11 @@
 """The results store of one workdir (DESIGN.md "Results store").
 
-config.json is written first; evals.jsonl is append-only (one row per member per eval);
-curves.zarr holds the same numbers densely, one xarray-readable zarr v3 group per bucket
-(jaxcap.results.curves); members.jsonl is rewritten atomically (temp file + rename) whenever a
-bucket finishes. On resume everything past the last checkpoint is cut back, so a kill at any
-moment loses at most the chunk in flight.
+config.json is written first; evals.jsonl is append-only (one row per member per eval, with
+its level and seed); curves.zarr holds the same numbers densely, one xarray-readable zarr v3
+group per bucket with per-member coordinates (jaxcap.results.curves); members.jsonl is rewritten
+atomically (temp file + rename) whenever a bucket finishes, and members.csv with it (the same
+rows flat, jaxcap.results.tables). On resume everything past the last checkpoint is cut back, so
+a kill at any moment loses at most the chunk in flight.
 
 Nothing is lost silently: one process writes a workdir at a time (`Store.writer`, a kernel lock
 that dies with its process), and a line that does not parse (a kill in the middle of a write, a
@@ -29,6 +30,7 @@ import jax
 import numpy as np
 
 from jaxcap.results.curves import Curves, write_atomic
+from jaxcap.results.tables import members_csv
 
 
 def clean(value: Any) -> Any:
@@ -134,6 +136,7 @@ class Store:
         _make_dir(self.root)
         self.config_path = self.root / "config.json"
         self.members_path = self.root / "members.jsonl"
+        self.members_csv_path = self.root / "members.csv"
         self.evals_path = self.root / "evals.jsonl"
         self.curves_path = self.root / "curves.zarr"
         self.ckpt_path = shared / "ckpt"
@@ -206,19 +209,34 @@ class Store:
             elif not placed:
                 out, placed = out + rows, True
         rewrite_jsonl(self.members_path, out if placed else out + rows, torn)
+        self.write_members_csv()
+
+    def write_members_csv(self) -> None:
+        """members.csv: members.jsonl flattened for pandas (`jaxcap.results.tables`)."""
+        write_atomic(self.members_csv_path, members_csv([clean(r) for r in self.member_rows()]))
 
     # evals ---------------------------------------------------------------------------------
     def eval_rows(self, bucket: str | None = None) -> list[dict]:
         rows = read_jsonl(self.evals_path)
         return rows if bucket is None else [r for r in rows if r["bucket"] == bucket]
 
-    def append_evals(self, bucket: str, step: int, metrics: dict[str, np.ndarray]) -> None:
-        """One row per member for this eval point, and the same numbers into curves.zarr."""
+    def append_evals(
+        self,
+        bucket: str,
+        step: int,
+        metrics: dict[str, np.ndarray],
+        coords: dict[str, list] | None = None,
+        fields: tuple[str, ...] = (),
+    ) -> None:
+        """One row per member for this eval point, and the same numbers into curves.zarr.
+        `coords` are per-member coordinates (`jaxcap.results.tables.member_coords`, written into
+        curves.zarr); each row also carries those named in `fields` (its level and seed)."""
         names = list(metrics)
         table = np.stack([np.asarray(metrics[n], np.float64) for n in names], axis=1)  # [P, M]
         lines = []
         for member, values in enumerate(table):
-            row = {"bucket": bucket, "member": member, "step": step, **dict(zip(names, values))}
+            who = {f: coords[f][member] for f in fields} if coords else {}
+            row = {"bucket": bucket, "member": member, "step": step, **who, **dict(zip(names, values))}
             lines.append(json.dumps(clean(row), sort_keys=True) + "\n")
         text = "".join(lines)
         with open(self.evals_path, "ab+") as f:
@@ -229,7 +247,7 @@ class Store:
             f.write(text.encode())
             f.flush()
             os.fsync(f.fileno())
-        self._append_curve(bucket, step, names, table)
+        Curves(self.curves_path).append(bucket, step, names, table, coords)
 
     def truncate(self, bucket: str, n_evals: int) -> None:
         """Cut this bucket's evals back to its first `n_evals` eval points (resume)."""
@@ -259,9 +277,6 @@ class Store:
                 )
 
     # curves --------------------------------------------------------------------------------
-    def _append_curve(self, bucket: str, step: int, names: list[str], table: np.ndarray) -> None:
-        Curves(self.curves_path).append(bucket, step, names, table)
-
     def curves(self, bucket: str) -> tuple[list[str], np.ndarray]:
         """(metric names, array [member, eval, metric]) of a bucket; names[0] is 'step'."""
         return Curves(self.curves_path).read(bucket)

@@ -3,8 +3,7 @@
 `train_bucket` is what every experiment calls per population (jaxcap.experiments). Between
 chunks (never inside one) the loop pulls the eval metrics to the host, appends them to the
 results store (and any metric writer, jaxcap.training.writers), checkpoints the population with
-the host cursor, and advances the progress bar. Rerunning on the same workdir resumes from the
-newest checkpoint.
+the host cursor, and advances the progress bar. Rerunning resumes from the newest checkpoint.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from jaxcap.core.population import stack
 from jaxcap.core.runtime import PhaseClock
 from jaxcap.core.train import PopulationProgram, make_population
 from jaxcap.models import param_count
+from jaxcap.results import tables
 from jaxcap.results.outcomes import member_success
 from jaxcap.results.store import Store
 from jaxcap.tasks import holdout
@@ -246,7 +246,10 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor["step"] // settings.chunk_steps
-    levels = [writers.level_name(m.knobs) for m in members]
+    runs = writers.member_runs(bucket.name, members, bucket.label)
+    bits = [bucket.task.complexity_bits(m.knobs) for m in members]
+    coords = tables.member_coords(members, bucket.label, bits)  # curves.zarr's; level, seed in evals
+    fields = tuple(tables.eval_fields(coords, tuple(members[0].hparams)))
     clock, saved_at = PhaseClock(), time.monotonic()
     while chunk < n_chunks and not cursor.get("stopped"):
         first = not clock.count["compile"]  # the first chunk and eval compile their programs
@@ -265,8 +268,8 @@ def train_bucket(
             state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
         cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
         with clock("store"):
-            store.append_evals(bucket.name, step, host)
-            writers.active().write_eval(bucket.name, step, host, levels)  # TensorBoard / W&B, if on
+            store.append_evals(bucket.name, step, host, coords, fields)
+            writers.active().write_eval(step, host, runs)  # TensorBoard / W&B, if on
         if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
             with clock("checkpoint"):
                 ckpts.save(step, state, cursor)
@@ -292,5 +295,6 @@ def train_bucket(
     }
     rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)
+    writers.active().write_final(rows, runs)  # test metrics, once; HParams; the members' table
     store.check_tables(bucket.name, len(members), cursor)
     return rows

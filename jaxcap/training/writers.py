@@ -1,4 +1,4 @@
-"""Metric writers: the eval metrics of a run, live, in TensorBoard or Weights & Biases.
+"""Metric writers: a run's members, live, in TensorBoard or Weights & Biases.
 
 The results store (evals.jsonl, curves.zarr) stays the record every stage reads; a metric
 writer is a one-way copy for watching a run with the tools people already have open. Both
@@ -6,30 +6,97 @@ are off by default and neither is a dependency of the core install:
 
     pip install 'jaxcap[tracking]'      # tensorboardX
     python -m jaxcap.launch --config configs/modmod.py:smoke --config.runtime.tensorboard=True
-    tensorboard --logdir runs/          # <workdir>/tensorboard holds the event files
+    tensorboard --logdir <workdir>/tensorboard
 
-    pip install 'jaxcap[wandb]'
+    pip install 'jaxcap[wandb]'         # W&B >= 0.19.10 (several runs open in one process)
     python -m jaxcap.launch --config configs/modmod.py:smoke --config.runtime.wandb=my-project
 
-`run()` opens the writers once per run (`tracking`), writes the run's config to them, and the
-host loop (`train_bucket`) sends every eval through `active()`: one scalar per member and
-metric (`b0/val_accuracy/member3`) and the median over the members of each task level
-(`b0/val_accuracy/modulus_13`). A run resumed in the same workdir continues the same W&B run.
-Only process 0 of a multi-process run writes.
+Each member is its own run, named by its level and seed (`modulus=97/seed0`; with the trial
+of a sweep, and the swept hyperparameters where a bucket has several settings), so the tools'
+run pickers, parallel coordinates and run tables work as they do for any sweep. Its
+hyperparameters, task knobs, level and seed are the run's HParams (TensorBoard's HParams
+plugin) or config (W&B, grouped by the workdir's name). Tags are named by split and metric
+(`val/accuracy`, `train/loss`, `training/grad_norm`). Selection reads val, so during training
+only train and val are streamed; each member's test metrics are written once, when its bucket
+ends, with the final val metrics and its success, and TensorBoard's `summary` run gets a
+table of every member (Text tab). A run resumed in the same workdir continues the same W&B
+runs. Only process 0 of a multi-process run writes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import hashlib
 import json
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+
+from jaxcap.results.tables import level_words
+
+PREFIXES = ("train_", "val_long_", "val_", "test_")  # split prefixes of eval metrics, longest first
+
+
+@dataclasses.dataclass(frozen=True)
+class MemberRun:
+    """One member as a tracking run: its name (a path: level/seed) and what describes it."""
+
+    bucket: str
+    member: int
+    name: str
+    config: dict[str, Any]
+
+
+def member_runs(bucket: str, members: list, label: str) -> list[MemberRun]:
+    """The runs of a bucket's members (`jaxcap.core.population.Member`s)."""
+    swept = [n for n in members[0].hparams if len({m.hparams[n] for m in members}) > 1]
+    out = []
+    for i, m in enumerate(members):
+        level = level_words(m.knobs, label)
+        setting = ", ".join([level, *(f"{n}={m.hparams[n]:.3g}" for n in swept)])
+        parts = [setting, *([f"trial{m.trial}"] if m.trial is not None else []), f"seed{m.seed}"]
+        name = "/".join(parts)
+        config = {"level": level, "seed": m.seed, **m.knobs, **m.hparams, "bucket": bucket}
+        if m.trial is not None:
+            config["trial"] = m.trial
+        out.append(MemberRun(bucket, i, name.replace(" ", ""), config))
+    if len({r.name for r in out}) < len(out):  # the same level and seed twice: say the bucket too
+        out = [dataclasses.replace(r, name=f"{r.name}/{r.bucket}") for r in out]
+    return out
+
+
+def tag(metric: str) -> str:
+    """`val_accuracy` -> `val/accuracy`; training statistics (gap, grad_norm) -> `training/...`."""
+    for prefix in PREFIXES:
+        if metric.startswith(prefix):
+            return f"{prefix[:-1]}/{metric[len(prefix) :]}"
+    return f"training/{metric}"
+
+
+def eval_scalars(host: dict[str, np.ndarray], i: int) -> dict[str, float]:
+    """Member i's scalars of one eval, test left out (it is written once, at the end)."""
+    return {tag(k): float(np.asarray(v)[i]) for k, v in host.items() if not k.startswith("test_")}
+
+
+def final_metrics(row: dict) -> dict[str, float]:
+    """A finished member's val and test metrics (by tag) and its success (1 or 0)."""
+    out = {tag(k): float(v) for k, v in row["final"].items() if k.startswith(PREFIXES[1:]) and v is not None}
+    return {**out, "success": float(bool(row["success"]))}
+
+
+def summary_table(rows: list[dict], runs: list[MemberRun]) -> str:
+    """Every member of a bucket in one Markdown table: run, status, success, its success metric."""
+    metric = rows[0]["success_metric"] if rows else "metric"
+    lines = [f"| run | status | success | {metric} |", "|---|---|---:|---:|"]
+    for row, run in zip(rows, runs):
+        value = row["final"].get(metric)
+        shown = "—" if value is None else f"{value:.3f}"
+        lines.append(f"| {run.name} | {row['status']} | {'yes' if row['success'] else 'no'} | {shown} |")
+    return "\n".join(lines)
 
 
 class MetricWriter(Protocol):
@@ -37,56 +104,106 @@ class MetricWriter(Protocol):
 
     def write_config(self, config: dict) -> None: ...
 
-    def write_scalars(self, step: int, scalars: dict[str, float]) -> None: ...
+    def write_scalars(self, run: MemberRun, step: int, scalars: dict[str, float]) -> None: ...
+
+    def write_final(self, run: MemberRun, step: int, metrics: dict[str, float]) -> None: ...
+
+    def write_summary(self, bucket: str, table: str) -> None: ...
 
     def close(self) -> None: ...
 
 
 class TensorBoardWriter:
-    """Event files under `logdir` (tensorboardX: TensorBoard's format without TensorFlow)."""
+    """Event files under `logdir`, one subdirectory per member run (tensorboardX: TensorBoard's
+    format without TensorFlow), and `summary/` for the run's config and tables."""
 
     def __init__(self, logdir: Path):
         from tensorboardX import SummaryWriter
 
-        self.writer = SummaryWriter(logdir=str(logdir))
+        self.SummaryWriter, self.logdir, self.runs = SummaryWriter, logdir, {}
+        self.summary = SummaryWriter(logdir=str(logdir / "summary"))
+
+    def _run(self, run: MemberRun):
+        if (run.bucket, run.member) not in self.runs:
+            self.runs[run.bucket, run.member] = self.SummaryWriter(logdir=str(self.logdir / run.name))
+        return self.runs[run.bucket, run.member]
 
     def write_config(self, config: dict) -> None:
         text = json.dumps(config, indent=2, sort_keys=True, default=str)
-        self.writer.add_text("config", "```\n" + text + "\n```")  # TensorBoard renders Markdown
+        self.summary.add_text("config", "```\n" + text + "\n```")  # TensorBoard renders Markdown
+        self.summary.flush()
 
-    def write_scalars(self, step: int, scalars: dict[str, float]) -> None:
-        for tag, value in scalars.items():
-            self.writer.add_scalar(tag, value, step)
-        self.writer.flush()  # a TensorBoard watching the run sees each eval as it lands
+    def write_scalars(self, run: MemberRun, step: int, scalars: dict[str, float]) -> None:
+        writer = self._run(run)
+        for name, value in scalars.items():
+            writer.add_scalar(name, value, step)
+        writer.flush()  # a TensorBoard watching the run sees each eval as it lands
+
+    def write_final(self, run: MemberRun, step: int, metrics: dict[str, float]) -> None:
+        from tensorboardX.summary import hparams
+
+        writer = self._run(run)
+        for name, value in metrics.items():
+            if not name.startswith(("train/", "val/", "val_long/")):  # those were streamed
+                writer.add_scalar(name, value, step)
+        discrete = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in run.config.items()}
+        for summary in hparams(discrete, metrics):
+            writer.file_writer.add_summary(summary)
+        writer.close()
+        del self.runs[run.bucket, run.member]
+
+    def write_summary(self, bucket: str, table: str) -> None:
+        self.summary.add_text(f"members/{bucket}", table)
+        self.summary.flush()
 
     def close(self) -> None:
-        self.writer.close()
+        for writer in self.runs.values():
+            writer.close()
+        self.summary.close()
 
 
 class WandbWriter:
-    """One W&B run per workdir: its id comes from the workdir's path, so a resume continues it.
-    Buckets restart their steps at 0, so each bucket has its own step metric (`b0/step`)."""
+    """One W&B run per member, grouped by the workdir; ids come from the workdir's path, bucket
+    and member, so a resume continues them."""
 
     def __init__(self, project: str, root: Path):
         import wandb
 
-        self.wandb = wandb
-        run_id = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:16]
-        self.run = wandb.init(project=project, name=root.name, id=run_id, resume="allow", dir=str(root))
-        self.buckets: set[str] = set()
+        self.wandb, self.project, self.root, self.runs, self.config = wandb, project, root, {}, {}
+
+    def _run(self, run: MemberRun):
+        if (run.bucket, run.member) not in self.runs:
+            key = f"{self.root.resolve()}|{run.bucket}|{run.member}"
+            self.runs[run.bucket, run.member] = self.wandb.init(
+                project=self.project,
+                group=self.root.name,
+                name=run.name,
+                id=hashlib.sha1(key.encode()).hexdigest()[:16],
+                resume="allow",
+                dir=str(self.root),
+                config={**run.config, "run": self.config},
+                reinit="create_new",
+            )
+        return self.runs[run.bucket, run.member]
 
     def write_config(self, config: dict) -> None:
-        self.run.config.update(config, allow_val_change=True)
+        self.config = config
 
-    def write_scalars(self, step: int, scalars: dict[str, float]) -> None:
-        for bucket in {tag.split("/", 1)[0] for tag in scalars} - self.buckets:
-            self.run.define_metric(f"{bucket}/*", step_metric=f"{bucket}/step")
-            self.buckets.add(bucket)
-        steps = {f"{tag.split('/', 1)[0]}/step": step for tag in scalars}
-        self.run.log({**scalars, **steps})
+    def write_scalars(self, run: MemberRun, step: int, scalars: dict[str, float]) -> None:
+        self._run(run).log(scalars, step=step)
+
+    def write_final(self, run: MemberRun, step: int, metrics: dict[str, float]) -> None:
+        wandb_run = self._run(run)
+        wandb_run.summary.update(metrics)
+        wandb_run.finish()
+        del self.runs[run.bucket, run.member]
+
+    def write_summary(self, bucket: str, table: str) -> None:
+        pass  # W&B's own runs table holds each member's config and summary
 
     def close(self) -> None:
-        self.run.finish()
+        for run in self.runs.values():
+            run.finish()
 
 
 class Writers:
@@ -99,38 +216,22 @@ class Writers:
         for w in self.writers:
             w.write_config(config)
 
-    def write_eval(self, bucket: str, step: int, host: dict[str, np.ndarray], levels: list[str]) -> None:
-        """One eval of a bucket: `host` maps metric -> [member]; `levels[i]` names member i's level."""
-        if self.writers:
-            scalars = eval_scalars(bucket, host, levels)
-            for w in self.writers:
-                w.write_scalars(step, scalars)
+    def write_eval(self, step: int, host: dict[str, np.ndarray], runs: list[MemberRun]) -> None:
+        """One eval of a bucket: `host` maps metric -> [member]; `runs[i]` is member i's run."""
+        for w in self.writers:
+            for run in runs:
+                w.write_scalars(run, step, eval_scalars(host, run.member))
+
+    def write_final(self, rows: list[dict], runs: list[MemberRun]) -> None:
+        """A finished bucket: each member's final val/test metrics and HParams, and the table."""
+        for w in self.writers:
+            for row, run in zip(rows, runs):
+                w.write_final(run, row["steps"], final_metrics(row))
+            w.write_summary(runs[0].bucket, summary_table(rows, runs))
 
     def close(self) -> None:
         for w in self.writers:
             w.close()
-
-
-def level_name(knobs: dict) -> str:
-    """`modulus_13` for a member at that task level (`a_1-b_2` for two knobs; TensorBoard's tags
-    allow only [A-Za-z0-9_./-]); `all` for a task without knobs."""
-    return "-".join(f"{k}_{v}" for k, v in sorted(knobs.items())) or "all"
-
-
-def eval_scalars(bucket: str, host: dict[str, np.ndarray], levels: list[str]) -> dict[str, float]:
-    """Tags and values of one eval: each member, and the median of each level's members (NaN,
-    a diverged member's chunk loss, is left out of a median, as in the report)."""
-    out = {}
-    for metric, values in host.items():
-        values = np.asarray(values, np.float64)
-        for i, v in enumerate(values):
-            out[f"{bucket}/{metric}/member{i}"] = float(v)
-        for level in dict.fromkeys(levels):
-            chosen = values[[lv == level for lv in levels]]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN level: NaN, said once here
-                out[f"{bucket}/{metric}/{level}"] = float(np.nanmedian(chosen))
-    return out
 
 
 _ACTIVE: contextvars.ContextVar[Writers | None] = contextvars.ContextVar("jaxcap_writers", default=None)

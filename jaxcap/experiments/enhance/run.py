@@ -28,12 +28,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 import ml_collections
 import numpy as np
 
 from jaxcap.experiments.calibrate.run import calibrate_experiment, calibrate_report
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.meta.fit import load_posterior, summarize
+from jaxcap.meta.report import arch_words
 from jaxcap.results.store import Store, write_atomic
 
 matplotlib.use("Agg")
@@ -78,7 +80,7 @@ def multipliers(posterior) -> list[dict]:
 
 def plot_forest(path: Path, rows: list[dict]) -> Path:
     """Multipliers with 50% (thick) and 90% (thin) intervals; 1x and the seed's targets marked."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.5 * len(rows) + 1.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.5 * len(rows) + 2.2), sharey=True)
     y = np.arange(len(rows))[::-1]
     for ax, key, title in zip(axes, ("multiplier", "per_param"), ("C / C_base", "per parameter")):
         for yi, r in zip(y, rows):
@@ -87,13 +89,26 @@ def plot_forest(path: Path, rows: list[dict]) -> Path:
             ax.plot([s["lo50"], s["hi50"]], [yi, yi], color="C0", lw=4)
             ax.plot(s["median"], yi, "o", color="C3" if "reached" in r["verdict"] else "k", ms=4)
         ax.axvline(1.0, color="grey", lw=1)
-        for t in TARGETS:
+        for t in TARGETS:  # labelled just above the axes, whatever the number of rows
             ax.axvline(t, color="C2", ls=":", lw=1)
-            ax.text(t, len(rows) - 0.4, f"{t:g}x", color="C2", fontsize=7, ha="center")
+            ax.text(
+                t, 1.01, f"{t:g}x", color="C2", fontsize=7, ha="center", transform=ax.get_xaxis_transform()
+            )
         ax.set_xscale("log")
-        ax.set_title(f"capacity multiplier: {title} (median, 50%, 90%)", fontsize=9)
-    axes[0].set_yticks(y, [r["label"] for r in rows], fontsize=7)
-    fig.tight_layout()
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_title(f"capacity multiplier: {title} (median, 50%, 90%)", fontsize=9, pad=14)
+        ax.set_xlabel("multiplier (log scale; 1x: the baseline)", fontsize=8)
+    axes[0].set_yticks(y, [arch_words(r["label"]).replace(", ", ",\n", 2) for r in rows], fontsize=7)
+    marks = [
+        plt.Line2D([], [], color="k", marker="o", ls="", ms=4, label="median"),
+        plt.Line2D(
+            [], [], color="C3", marker="o", ls="", ms=4, label="median, target reached (90% above it)"
+        ),
+        plt.Line2D([], [], color="C2", ls=":", label="targets 1.5x, 5x, 10x"),
+    ]
+    fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

@@ -7,7 +7,8 @@ Reads only the workdir (config.json, members.jsonl) and the study storage named 
 `best_trials.jsonl` holds the members.jsonl rows (one per seed, with `study` and `trial`) of
 each level's best trial, the meta-model's input; report/ gets `hpo.md`, the optimization
 history of every study and each study's hyperparameter importances (both drawn by
-`optuna.visualization.matplotlib`; Optuna's default evaluator, PED-ANOVA [1]), a heatmap of the
+`optuna.visualization.matplotlib` in jaxcap.experiments.hpo.optuna_figures; Optuna's default
+evaluator, PED-ANOVA [1]), a heatmap of the
 importances across levels, and the best value vs difficulty with and without HPO (the baseline
 trial, the config's own hyperparameters, vs the best tuned trial): the seed design's HPO ablation.
 
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -31,7 +30,8 @@ from optuna.trial import TrialState
 
 from jaxcap import tasks
 from jaxcap.experiments.hpo import study as study_lib
-from jaxcap.reports.summary import fmt, fmt_bits
+from jaxcap.experiments.hpo.optuna_figures import importances, plot_history, plot_importances_per_study
+from jaxcap.reports.summary import fmt, fmt_bits, grid
 from jaxcap.results.store import Store, write_atomic
 
 matplotlib.use("Agg")
@@ -100,7 +100,7 @@ def _measured_chance(rows: list[dict], study: str, nominal: float) -> float:
     return statistics.median(measured) if measured else nominal
 
 
-def format_table(levels: list[dict]) -> str:
+def format_table(levels: list[dict], markdown: bool = False) -> str:
     """Per level: trials finished, the baseline's and the best trial's metric, the best params."""
     if not levels:
         return "(no studies)"
@@ -128,74 +128,10 @@ def format_table(levels: list[dict]) -> str:
                 ),
             ]
         )
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
     title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (mean over seeds)"
-    rows = [" ".join(h.rjust(w) for h, w in zip(head, widths))]
-    return "\n".join([title, *rows, *(" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)])
-
-
-def _first_objective(studies: list[optuna.Study]):
-    """(target, name) for Optuna's plots: the first objective (multi-objective studies need one)."""
-    if any(len(st.directions) > 1 for st in studies):
-        return (lambda t: t.values[0]), "objective (first value)"
-    return None, "objective"
-
-
-def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
-    """Optuna's own optimization history (`optuna.visualization.matplotlib`): the objective of
-    every complete trial and the best so far, one colour per study (level)."""
-    from optuna.visualization import matplotlib as optuna_plots
-
-    target, name = _first_objective(studies)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
-        ax = optuna_plots.plot_optimization_history(studies, target=target, target_name=name)
-    ax.legend(fontsize=6, loc="best")
-    ax.figure.set_size_inches(7.0, 4.2)
-    ax.figure.tight_layout()
-    ax.figure.savefig(path, dpi=110)
-    plt.close(ax.figure)
-    return path
-
-
-def plot_importances_per_study(studies: list[optuna.Study], directory: Path) -> list[Path]:
-    """Optuna's own importance bar chart for each study with enough complete trials to rank
-    its parameters (`hpo_importance_<study>.png`)."""
-    from optuna.visualization import matplotlib as optuna_plots
-
-    paths = []
-    for study in studies:
-        if not importances(study):  # too few trials, or nothing varied
-            continue
-        target, name = _first_objective([study])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ax = optuna_plots.plot_param_importances(study, target=target, target_name=name)
-        ax.set_title(f"{study.study_name}: hyperparameter importance", loc="left")  # replaces Optuna's
-        ax.figure.tight_layout()
-        path = directory / f"hpo_importance_{re.sub(r'[^A-Za-z0-9_.=-]+', '_', study.study_name)}.png"
-        ax.figure.savefig(path, dpi=110)
-        plt.close(ax.figure)
-        paths.append(path)
-    return paths
-
-
-def importances(study: optuna.Study) -> dict[str, float]:
-    """Normalized importance of each searched parameter for the first objective ({} if too few
-    complete trials or nothing varied)."""
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if len(done) < 3:
-        return {}
-    target = None  # single objective: PED-ANOVA follows the study's direction
-    if len(study.directions) > 1:  # a target is read as lower-is-better
-        sign = -1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else 1.0
-        target = lambda t: sign * t.values[0]  # noqa: E731
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return optuna.importance.get_param_importances(study, target=target)
-    except (ValueError, RuntimeError, ZeroDivisionError):  # e.g. a single distinct value
-        return {}
+    if markdown:
+        return "\n".join([f"**{title}**", "", *grid(head, lines, markdown=True)]) + "\n"
+    return "\n".join([title, *grid(head, lines)])
 
 
 def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
@@ -219,12 +155,15 @@ def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path
     return path
 
 
+BASELINE_COLOR, TUNED_COLOR = "tab:orange", "tab:blue"  # named, not C-indices: no style can merge them
+
+
 def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
     """The success metric vs complexity: baseline hyperparameters vs the best trial (seed range)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for key, label, color, dx in (
-        ("baseline", "baseline hyperparameters", "C7", -0.03),
-        ("best", "tuned (best trial)", "C0", 0.03),
+        ("baseline", "baseline hyperparameters", BASELINE_COLOR, -0.03),
+        ("best", "tuned (best trial)", TUNED_COLOR, 0.03),
     ):
         pts = [lv for lv in levels if lv[key] and lv[key]["seeds"]]
         xs = [lv["complexity_bits"] + dx for lv in pts]
@@ -253,7 +192,7 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
     )
     for lv in ordered:
         ax.annotate(
-            ",".join(str(v) for v in lv["knobs"].values()),
+            ",".join(f"{k}={v}" for k, v in lv["knobs"].items()),
             (lv["complexity_bits"], 0),
             xycoords=("data", "axes fraction"),
             fontsize=6,
@@ -262,8 +201,8 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
             ha="center",
         )
     ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(levels[0]["metric"] if levels else "metric")
-    ax.set_title("with and without hyperparameter optimization", fontsize=9)
+    ax.set_ylabel(f"{levels[0]['metric'] if levels else 'metric'} (test)")
+    ax.set_title("with and without hyperparameter optimization (trials chosen on val)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -297,7 +236,7 @@ def hpo_report(store: Store) -> list[Path]:
         else "No level has both a finished baseline and a best trial."
     )
     images = "\n".join(f"![{p.stem}]({p.name})" for p in figures)
-    table = format_table(levels)
-    text = f"# {store.root.name}: hyperparameter search\n\n```\n{table}\n```\n\n{note}\n\n{images}\n"
+    table = format_table(levels, markdown=True)
+    text = f"# {store.root.name}: hyperparameter search\n\n{table}\n{note}\n\n{images}\n"
     write_atomic(store.report_path / "hpo.md", text)
     return [store.report_path / "hpo.md", *figures]

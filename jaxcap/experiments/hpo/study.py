@@ -115,6 +115,16 @@ def directions(study_cfg: Any, higher_is_better: bool) -> list[str]:
     return [first, "minimize"] if study_cfg.objective == "multi" else [first]
 
 
+def metric_names(study_cfg: Any, select_metric: str) -> list[str]:
+    """What each objective is (`member_values`), so optuna-dashboard and the report name it
+    rather than saying "Objective 0"."""
+    if study_cfg.objective == "multi":
+        return [select_metric, "gap"]
+    if study_cfg.objective == "val" or select_metric.startswith("train_"):
+        return [select_metric]
+    return [f"{select_metric} - {study_cfg.gap_penalty:g} x gap"]
+
+
 # The creator of a study queues its budget right after creating it; a worker that lost the creation
 # race waits this long for the first queued trial before concluding the creator was killed.
 BUDGET_WAIT_S = 15.0
@@ -131,10 +141,13 @@ def _budget_appears(study: optuna.Study) -> bool:
 
 def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -> list[optuna.Study]:
     """Load (or create, with its budget queued) the study of every level."""
+    from jaxcap import tasks
+
+    select = tasks.build(config.task.to_dict(), config.sweep.task.to_dict()).spec.select_metric
     try:
         storage = make_storage(config.study.storage, root)
         return [
-            _open_study(config, storage, i, study_name(config, family, level), higher_is_better)
+            _open_study(config, storage, i, study_name(config, family, level), higher_is_better, select)
             for i, level in enumerate(levels(config))
         ]
     except (SQLAlchemyError, ValueError, OSError) as e:  # a damaged study.db or journal file
@@ -148,13 +161,18 @@ def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -
         ) from None
 
 
-def _open_study(config: Any, storage, i: int, name: str, higher_is_better: bool) -> optuna.Study:
+def _open_study(
+    config: Any, storage, i: int, name: str, higher_is_better: bool, select_metric: str
+) -> optuna.Study:
     n = config.study.n_trials
     try:
-        optuna.create_study(
+        created_study = optuna.create_study(
             study_name=name, storage=storage, directions=directions(config.study, higher_is_better)
         )
         created = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            created_study.set_metric_names(metric_names(config.study, select_metric))
     except optuna.exceptions.DuplicatedStudyError:
         created = False
     pruner, sampler = make_pruner(config.study, config.train), make_sampler(config.study, config.seed, i, 0)

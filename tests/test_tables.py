@@ -1,0 +1,99 @@
+"""The workdir's tables in the tools analyses use, with no join by hand: curves.zarr with member
+coordinates and step as its index (xarray), evals.jsonl rows with level and seed, members.csv
+flat (pandas); and an older curves.zarr layout still reads."""
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxcap.core.population import DEFAULT_HPARAMS, Member
+from jaxcap.results import tables
+from jaxcap.results.curves import Curves
+from jaxcap.results.store import Store
+
+xr = pytest.importorskip("xarray")
+pd = pytest.importorskip("pandas")
+
+MEMBERS = [
+    Member(index=2 * i + seed, seed=seed, hparams=dict(DEFAULT_HPARAMS), knobs={"modulus": modulus})
+    for i, modulus in enumerate((5, 97))
+    for seed in (0, 1)
+]
+
+
+def _row(member: int, m: Member) -> dict:
+    return {
+        "bucket": "b0",
+        "bucket_label": "",
+        "member": member,
+        "seed": m.seed,
+        "trial": None,
+        "status": "ok",
+        "success": m.knobs["modulus"] == 5,
+        "family": "modulo",
+        "knobs": m.knobs,
+        "hparams": m.hparams,
+        "complexity_bits": float(np.log2(m.knobs["modulus"])),
+        "final": {"val_accuracy": 0.5, "test_accuracy": 0.25},
+    }
+
+
+def _write(tmp_path, coords=True) -> Store:
+    store = Store(tmp_path)
+    bits = [float(np.log2(m.knobs["modulus"])) for m in MEMBERS]
+    c = tables.member_coords(MEMBERS, "", bits) if coords else None
+    fields = tuple(tables.eval_fields(c, tuple(DEFAULT_HPARAMS))) if coords else ()
+    for step in (10, 20, 30):
+        accuracy = np.array([step / 100 + i for i in range(len(MEMBERS))])
+        store.append_evals("b0", step, {"val_accuracy": accuracy, "val_loss": np.ones(4)}, c, fields)
+    store.add_member_rows([_row(i, m) for i, m in enumerate(MEMBERS)])
+    return store
+
+
+def test_curves_have_member_coordinates_and_step_as_index(tmp_path):
+    store = _write(tmp_path)
+    raw = xr.open_zarr(store.curves_path, group="b0")
+    assert raw.curves.dims == ("member", "step", "metric") and "step" in raw.indexes
+    assert list(raw.seed.values) == [0, 1, 0, 1] and list(raw.modulus.values) == [5, 5, 97, 97]
+    assert list(raw.level.values) == ["modulus=5"] * 2 + ["modulus=97"] * 2
+    assert raw.learning_rate.values[0] == pytest.approx(DEFAULT_HPARAMS["learning_rate"])
+    assert raw.complexity_bits.values[2] == pytest.approx(np.log2(97))
+    ds = tables.open_dataset(tmp_path)
+    picked = ds.sel(modulus=97, seed=0)
+    np.testing.assert_allclose(picked.val_accuracy.sel(step=20), 2.2)  # member 2 at step 20
+    assert set(ds.data_vars) == {"val_accuracy", "val_loss"}
+
+
+def test_eval_rows_carry_level_and_seed(tmp_path):
+    store = _write(tmp_path)
+    evals = pd.read_json(store.evals_path, lines=True)
+    row = evals[(evals.modulus == 97) & (evals.seed == 1) & (evals.step == 30)]
+    assert (
+        len(row) == 1 and row.level.item() == "modulus=97" and row.val_accuracy.item() == pytest.approx(3.3)
+    )
+    assert "learning_rate" not in evals.columns  # hyperparameters live in members.csv and the curves
+
+
+def test_members_csv_is_flat_for_pandas(tmp_path):
+    store = _write(tmp_path)
+    df = pd.read_csv(store.members_csv_path)
+    assert list(df.columns[:4]) == ["bucket", "member", "level", "seed"]
+    assert {"knobs.modulus", "hparams.learning_rate", "final.test_accuracy"} <= set(df.columns)
+    assert df[df["knobs.modulus"] == 97].seed.tolist() == [0, 1]
+    assert len(df) == len(store.member_rows()) == 4
+
+
+def test_an_older_curves_layout_reads_with_coordinates_from_members(tmp_path):
+    """Before this layout: the second dimension was `eval` and members had no coordinates."""
+    store = _write(tmp_path, coords=False)
+    for name in ("curves", "step"):
+        path = store.curves_path / "b0" / name / "zarr.json"
+        meta = json.loads(path.read_text())
+        meta["dimension_names"] = [("eval" if d == "step" else d) for d in meta["dimension_names"]]
+        path.write_text(json.dumps(meta))
+    Curves(store.curves_path)._consolidate()
+    assert xr.open_zarr(store.curves_path, group="b0").curves.dims == ("member", "eval", "metric")
+    ds = tables.open_dataset(tmp_path)
+    np.testing.assert_allclose(ds.sel(modulus=5, seed=1).val_accuracy.values, [1.1, 1.2, 1.3])
+    assert store.curves("b0")[1].shape == (4, 3, 3)  # the loop's own reader too
