@@ -27,8 +27,8 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from jaxcap.config import cli
-from jaxcap.config.base import load_config
 from jaxcap.config.fields import ConfigError
+from jaxcap.results import lock
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Experiment config file[:variant].", lock_config=True
@@ -42,6 +42,8 @@ _DEBUG = flags.DEFINE_bool("debug", False, "Show the traceback of an input error
 
 def _check_overrides(argv: list[str]) -> None:
     """Name unknown `--config.x.y` keys in one line (ml_collections would raise a traceback)."""
+    from jaxcap.config.base import load_config  # imports JAX: after the workdir lock
+
     spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
     if spec is None:
         raise ConfigError("--config: required, e.g. --config configs/modmod.py")
@@ -63,16 +65,50 @@ def _parse(argv: list[str]) -> list[str]:
     cli.exit_on_help(argv, __doc__)  # before the config loader asks for --config
     argv = _normalize(argv)
     try:
+        _lock_first(argv)
         _check_overrides(argv)
         rest = flags.FLAGS(argv)
     except ConfigError as e:
         sys.exit(f"config error: {e}")
+    except lock.WorkdirError as e:
+        sys.exit(f"workdir error: {e}")
+    except SyntaxError as e:  # the config file itself (absl may wrap it in its own error)
+        sys.exit(f"config error: {e.filename} line {e.lineno}: {e.msg}; allowed: a Python file that parses")
     except (flags.Error, TypeError, ValueError, AttributeError) as e:
         sys.exit(f"config error: {str(e).splitlines()[0]}")
     # absl hands positional arguments to main, which would ignore them
     return cli.flags_only(
         rest, "flags only (--config, --workdir, --config.a.b=value, --create_studies, --debug)"
     )
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of `--name=v` / `--name v` / `-name=v` in argv, before absl parses it (None: absent)."""
+    for i, arg in enumerate(argv):
+        for prefix in (f"--{name}", f"-{name}"):
+            if arg.startswith(prefix + "="):
+                return arg[len(prefix) + 1 :]
+            if arg == prefix and i + 1 < len(argv):
+                return argv[i + 1]
+    return None
+
+
+def _lock_first(argv: list[str]) -> None:
+    """Take the workdir's writer lock from the arguments alone, before JAX is imported (seconds),
+    so that a second launch on a busy workdir is refused at once (jaxcap.results.lock)."""
+    if _flag(argv, "workdir") == "":
+        raise ConfigError("--workdir: got ''; allowed: a directory path, or no --workdir (runs/<config>...)")
+    create = any(
+        a.lstrip("-").partition("=")[::2] in (("create_studies", ""), ("create_studies", "true"))
+        for a in argv
+    )
+    if create or not any(a.startswith("--config=") for a in argv):
+        return  # --create_studies writes no run; without --config the parser says what is missing
+    root = Path(_flag(argv, "workdir") or default_workdir(argv))
+    k = _flag(argv, "config.runtime.process_id")
+    if k and k.strip().isdigit() and int(k) > 0:  # process k of a distributed run writes a mirror
+        root = root / f".process{int(k)}"
+    lock.take_early(root)
 
 
 def default_workdir(argv: list[str]) -> Path:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_launch import SMOKE, launch
+from test_launch import ENV, SMOKE, launch
 from test_store import HOLD
 
 from jaxcap.config.base import load_config
@@ -261,6 +261,36 @@ def test_launcher_refuses_a_stray_argument(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def _syntax_error(tmp: Path) -> str:
+    (tmp / "broken.py").write_text("def get_config(arg=None):\n    return (\n")
+    return str(tmp / "broken.py")
+
+
+# what only the launcher sees: (tmp -> its arguments, the start of its one line); none leaves a workdir
+LAUNCH_CASES = {
+    "config file with a syntax error": (
+        lambda t: ["--config", _syntax_error(t), "--workdir", str(t / "w")],
+        "config error: ",
+        "line 2",
+    ),
+    "empty --workdir": (lambda t: [*SMOKE, "--workdir="], "config error: --workdir: got ''", ""),
+    "bad value, fresh workdir": (
+        lambda t: [*SMOKE, "--config.model.norm=layer", "--workdir", str(t / "w")],
+        "config error: config.model.norm: got 'layer'",
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LAUNCH_CASES))
+def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
+    args, start, within = LAUNCH_CASES[name]
+    out = launch(*args(tmp_path), check=False)
+    line = _stderr_line(out)
+    assert line.startswith(start) and within in line, line
+    assert not (tmp_path / "w").exists()  # the lock taken first is removed with its empty workdir
+
+
 def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp_path):
     workdir = tmp_path / "w"
     existing(smoke())(tmp_path)
@@ -268,7 +298,13 @@ def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp
     try:
         assert holder.stdout.readline() == "holding\n"
         before = snapshot(workdir)
-        out = launch(*SMOKE, "--workdir", str(workdir), check=False)
+        cmd = [sys.executable, "-X", "importtime", "-m", "jaxcap.launch", *SMOKE, "--workdir", str(workdir)]
+        out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
+        imported = [
+            line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "import time:" in line
+        ]
+        assert "jax" not in imported, "refused only after importing JAX (seconds): take the lock first"
+        out.stderr = "\n".join(line for line in out.stderr.splitlines() if "import time:" not in line)
         assert _stderr_line(out).startswith(
             f"workdir error: {workdir} is being written by process {holder.pid} on"
         )

@@ -15,11 +15,9 @@ damaged disk) is skipped with a warning on reading and moved, with its line numb
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +26,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxcap.results import lock
 from jaxcap.results.curves import Curves, write_atomic
+from jaxcap.results.lock import WorkdirError, WorkdirLocked, make_dir  # noqa: F401 (re-exported)
 
 
 def clean(value: Any) -> Any:
@@ -92,29 +92,8 @@ def _differences(a: Any, b: Any, path: str = "config") -> list[str]:
     return [] if a == b else [f"{path}: {b!r} in the workdir, {a!r} now"]
 
 
-class WorkdirError(ValueError):
-    """A workdir that cannot hold this run, phrased as one line naming it."""
-
-
 class WorkdirMismatch(WorkdirError):
     """The workdir holds a run of another config."""
-
-
-class WorkdirLocked(WorkdirError):
-    """Another live process writes the workdir."""
-
-
-def _make_dir(root: Path) -> None:
-    """mkdir -p, with a one-line error naming what is in the way."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise WorkdirError(f"{root} is a file; allowed: a directory (new, or a run's workdir)") from None
-    except NotADirectoryError:
-        blocker = next(p for p in root.parents if p.exists())
-        raise WorkdirError(f"{root} is under a file ({blocker}); allowed: a path under directories") from None
-    except OSError as e:
-        raise WorkdirError(f"{root}: cannot create it ({e.strerror}); allowed: a writable location") from None
 
 
 class Store:
@@ -131,7 +110,7 @@ class Store:
         tag = f".process{k}"
         shared = Path(*[p for p in Path(workdir).parts if p != tag])  # sub-stores of a mirror
         self.root = shared if k == 0 else shared / tag
-        _make_dir(self.root)
+        make_dir(self.root)
         self.config_path = self.root / "config.json"
         self.members_path = self.root / "members.jsonl"
         self.evals_path = self.root / "evals.jsonl"
@@ -141,30 +120,10 @@ class Store:
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[None]:
-        """Hold the workdir's lock: a second writer fails at once, naming this process. flock is
-        released by the kernel when the holder exits or is killed (no stale lock); each process
-        of a multi-process run locks its own root (its mirror)."""
-        path = self.root / ".lock"
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise WorkdirError(
-                f"{self.root}: cannot write ({e.strerror}); allowed: a writable directory"
-            ) from None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "a process starting up"
-                raise WorkdirLocked(
-                    f"{self.root} is being written by {holder}; allowed: one run per workdir at a time "
-                    "(wait for it, or use another --workdir)"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        """Hold the workdir's lock (jaxcap.results.lock): a second writer fails at once, naming
+        this process; each process of a multi-process run locks its own root (its mirror)."""
+        with lock.hold(self.root):
             yield
-        finally:
-            os.close(fd)
 
     # config --------------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
