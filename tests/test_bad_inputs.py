@@ -156,7 +156,26 @@ CASES = {
         "config.study.n_trials: got 2, but study modulo/modulus=5 already has a budget of 4 trials",
         writes=("config.json",),
     ),
+    "storage in a folder nothing can write": Case(
+        _config(hpo(**{"study.storage": "/proc/jaxcap/study.log"})),
+        fresh,
+        "config.study.storage: cannot write /proc/jaxcap/study.log (",
+    ),
+    "storage under a file": Case(
+        lambda t: hpo(**{"study.storage": f"sqlite:///{t / 'f' / 'study.db'}"}),
+        under_a_file,
+        "study.db is under a file (",
+    ),
+    "a budget that would queue for minutes": Case(
+        _config(hpo(**{"study.n_trials": 1_000_000})),
+        fresh,
+        "config.study.n_trials: got 1000000; allowed: in [1, 10000]",
+    ),
     # config values (flag-level ones, such as an unknown key, in tests/test_launch.py)
+    "seed beyond the 32 bits of a key (aliases a smaller seed)": Case(
+        _config(smoke(seed=2**32)), fresh, "config.seed: got 4294967296; allowed: in [0, 4294967295]"
+    ),
+    "seed beyond 64 bits": Case(_config(smoke(seed=2**63)), fresh, "config.seed: got 9223372036854775808"),
     "a value not allowed": Case(
         _config(smoke(**{"model.norm": "layer"})),
         fresh,
@@ -218,6 +237,17 @@ CASES = {
         writes=("*",),
     ),
 }
+
+
+def test_a_sqlite_url_into_a_missing_folder_creates_it_as_a_path_does(tmp_path):
+    """It once failed after the workdir was written, with a line suggesting a damaged file."""
+    from jaxcap.config.base import validate
+    from jaxcap.experiments.hpo.study import open_studies
+
+    c = hpo(**{"study.storage": f"sqlite:///{tmp_path / 'new' / 'folder' / 'study.db'}"})
+    validate(c)
+    assert len(open_studies(c, tmp_path / "w", "modulo", True)) == 3
+    assert (tmp_path / "new" / "folder" / "study.db").is_file()
 
 
 def snapshot(workdir: Path) -> dict[str, bytes] | None:

@@ -140,7 +140,7 @@ def schema(config) -> dict:
     task_schema = {"name": Choice(tuple(tasks.TASKS)), **task_cls.SCHEMA}
     out = {
         "experiment": Choice(EXPERIMENTS),
-        "seed": Int(0),
+        "seed": Int(0, 2**32 - 1),  # jax.random.key honours 32 bits: a larger seed aliases a smaller one
         "note": Str(),
         "task": task_schema,
         "model": {
