@@ -19,7 +19,9 @@ and exits: run it once before starting several workers on one storage (jaxcap.ex
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -128,6 +130,8 @@ def main(argv: list[str]) -> None:
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint step at INFO
 
     workdir = _WORKDIR.value or default_workdir(_normalize(sys.argv))
+    if not _DEBUG.value:  # Orbax's and asyncio's threads log their own failed writes of a full disk
+        logging.get_absl_handler().addFilter(_not_disk_full)
     try:
         if _CREATE.value:
             return create(_CONFIG.value, workdir)
@@ -136,7 +140,32 @@ def main(argv: list[str]) -> None:
         message = one_line(e)
         if message is None or _DEBUG.value:
             raise
+        if disk_full(e):  # saves still in flight cannot finish: leave before they print at exit
+            print(message, file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(1)
         sys.exit(message)
+
+
+def disk_full(error: BaseException) -> bool:
+    """A write that failed for want of space: ENOSPC, or TensorStore's RESOURCE_EXHAUSTED on a
+    write (not XLA's out-of-memory, which is also RESOURCE_EXHAUSTED), anywhere in the chain."""
+    while error is not None:
+        text = str(error)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC or "No space left on device" in text:
+            return True
+        if "RESOURCE_EXHAUSTED" in text and "writing" in text.lower():
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _not_disk_full(record) -> bool:
+    """A log filter: drop the records (with their tracebacks) of writes a full disk failed."""
+    text = record.getMessage() + (str(record.exc_info[1]) if record.exc_info and record.exc_info[1] else "")
+    return not (
+        "No space left on device" in text or ("RESOURCE_EXHAUSTED" in text and "writing" in text.lower())
+    )
 
 
 def one_line(error: Exception) -> str | None:
@@ -152,6 +181,12 @@ def one_line(error: Exception) -> str | None:
         AllDiverged: "run error",
         OSError: "error",  # the file system: a full disk, a permission inside the workdir
     }
+    if disk_full(error):
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+        return (
+            f"error: the disk is full ({reason}); allowed: free some space (or use another --workdir), "
+            "then rerun the same command: it resumes from its last checkpoint"
+        )
     for kind, label in kinds.items():
         if isinstance(error, kind):
             text = (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -416,3 +416,70 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
         "directory, 'default' ($JAXCAP_CACHE or ~/.cache/jaxcap/xla) or 'off'",
     ], out.stderr[-3000:]
     assert {name: snapshot(tmp_path / name) for name in WRITE_PROTECTED} == before
+
+
+def test_report_on_a_workdir_this_user_cannot_write_is_one_line(tmp_path, monkeypatch):
+    """A finished run that is read-only (another user's, an archive mounted read-only): writing
+    report/ fails as root never sees it, so the write is played by the error it raises."""
+    import errno
+
+    from jaxcap import report
+
+    workdir = existing(smoke())(tmp_path)
+
+    def write_report(store):
+        raise PermissionError(errno.EACCES, "Permission denied", str(store.report_path))
+
+    monkeypatch.setattr(report, "resolve", lambda dotted: write_report)
+    with pytest.raises(SystemExit) as info:
+        report.main(["--workdir", str(workdir)])
+    assert str(info.value) == (
+        f"report error: cannot write {workdir / 'report'} (Permission denied); allowed: a workdir this "
+        "user can write (copy a read-only one first: cp -r)"
+    )
+
+
+def _one_line_on_stderr(out) -> str:
+    """The launch's whole stderr is its one line: no traceback of Orbax's or asyncio's threads."""
+    assert "Traceback" not in out.stderr and "Event loop is closed" not in out.stderr, out.stderr[-3000:]
+    return _stderr_line(out)
+
+
+def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path):
+    from jaxcap.core.checkpoint import PopulationCheckpoints
+
+    workdir = existing(smoke())(tmp_path)
+    ckpts = PopulationCheckpoints(workdir / "ckpt" / "b0")
+    for step in (10, 20):
+        ckpts.save(step, {"w": [0.0]}, {"step": step})
+    ckpts.close()
+    for path in (workdir / "ckpt" / "b0").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\x00garbage")
+    out = launch(*SMOKE, "--workdir", str(workdir), check=False)
+    assert _one_line_on_stderr(out).startswith(f"checkpoint error: {workdir / 'ckpt' / 'b0'}: no checkpoint")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs (root only): the smoke run fills it with its second checkpoint."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if (
+        os.geteuid()
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)]).returncode
+    ):
+        pytest.skip("no tmpfs to fill: needs root and mount")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
+
+
+def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small_disk):
+    workdir = small_disk / "w"
+    out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir), check=False)
+    assert _one_line_on_stderr(out).startswith("error: the disk is full (")
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir))
+    assert "Traceback" not in out.stderr and len((workdir / "members.jsonl").read_text().splitlines()) == 6

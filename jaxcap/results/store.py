@@ -50,17 +50,20 @@ _warned: set[tuple[str, int, str]] = set()
 
 
 def read_jsonl(path: Path, torn: list[tuple[int, str]] | None = None) -> list[dict]:
-    """The rows of a JSON-lines table. A line that does not parse is skipped with a one-line
-    warning (once per process) and, when `torn` is given, collected there as (line number, text)."""
+    """The rows of a JSON-lines table. A line that does not parse (or is not UTF-8) is skipped with
+    a one-line warning (once per process) and, when `torn` is given, collected there as (line
+    number, text, undecodable bytes shown as \\xNN escapes)."""
     if not path.exists():
         return []
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
+    # bytes, split on newlines only: a line that is not UTF-8 is torn like any other damage
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        if not raw.strip():
             continue
+        line = raw.decode("utf-8", errors="backslashreplace")  # quarantined as read, never lost
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a kill in the middle of an append, or a damaged file
+            rows.append(json.loads(raw.decode("utf-8")))
+        except (json.JSONDecodeError, UnicodeDecodeError):  # a kill mid-append, or a damaged file
             if torn is not None:
                 torn.append((number, line))
             if (str(path), number, line) not in _warned:
@@ -210,7 +213,7 @@ class Store:
             self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor["n_evals"]),
         }
         for name, (held, expected) in counts.items():
-            if held != expected:
+            if held < expected:  # more: a newer step whose cursor did not read (latest_cursor)
                 print(
                     f"warning: [{bucket}] {name} holds {held} of the {expected} rows that its checkpoint "
                     f"(step {cursor['step']}) recorded",
