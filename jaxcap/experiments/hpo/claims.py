@@ -113,9 +113,9 @@ def last_sign_of_life(trial: FrozenTrial) -> float:
 
 
 def stale(trial: FrozenTrial, owner: str, grace_s: float) -> bool:
-    """A RUNNING trial another worker holds (tagged with its round) and has not beaten for grace_s."""
-    attrs = trial.user_attrs
-    if trial.state != TrialState.RUNNING or "round" not in attrs or attrs.get("worker") in (owner, RELEASED):
+    """A RUNNING trial another worker holds (or claimed and died before tagging) and has not
+    beaten for grace_s."""
+    if trial.state != TrialState.RUNNING or trial.user_attrs.get("worker") in (owner, RELEASED):
         return False
     return time.time() - last_sign_of_life(trial) > grace_s
 

@@ -83,7 +83,8 @@ def next_round(studies: list[optuna.Study], owner: str, used: set[str] = frozens
         if t.user_attrs.get("worker") == owner
     }
     n = len(rounds - {None})
-    while str(n) in used or str(n) in rounds:
+    released = {t.user_attrs.get(f"released:{owner}") for s in studies for t in s.get_trials(deepcopy=False)}
+    while str(n) in used or str(n) in rounds or str(n) in released:  # never a round id twice
         n += 1
     return str(n)
 
