@@ -141,22 +141,18 @@ def tell(slots: list[Slot], rows: list[dict], spec, study_cfg) -> dict[str, int]
             continue
         members = [rows[i] for i in slot.members]
         per_seed = [study_lib.member_values(r["final"], spec, study_cfg) for r in members]
-        if any(r["status"] == "diverged" for r in members) or any(v is None for v in per_seed):
-            slot.trial.set_user_attr(
-                "diverged_seeds", [r["seed"] for r in members if r["status"] == "diverged"]
-            )
-            outcome, values = "fail", None
-        else:
-            values, attrs = study_lib.aggregate(per_seed, [r["final"] for r in members], spec)
-            for key, value in attrs.items():
-                slot.trial.set_user_attr(key, value)
-            outcome = "complete"
         try:
-            if values is None:
+            if any(r["status"] == "diverged" for r in members) or any(v is None for v in per_seed):
+                diverged = [r["seed"] for r in members if r["status"] == "diverged"]
+                slot.trial.set_user_attr("diverged_seeds", diverged)
                 slot.study.tell(slot.trial, state=TrialState.FAIL)
+                counts["fail"] += 1
             else:
+                values, attrs = study_lib.aggregate(per_seed, [r["final"] for r in members], spec)
+                for key, value in attrs.items():
+                    slot.trial.set_user_attr(key, value)
                 slot.study.tell(slot.trial, values)
-            counts[outcome] += 1
+                counts["complete"] += 1
         except UpdateFinishedTrialError:  # released and told by another worker in the meantime
             pass
         slot.trial = None
