@@ -131,7 +131,9 @@ CASES = {
         "config.json does not parse",
     ),
     "workdir of another config": Case(
-        _config(smoke(seed=3)), existing(smoke()), "different config (config.seed: 0 in the workdir, 3 now)"
+        _config(smoke(seed=3)),
+        existing(smoke(), {"evals.jsonl": ""}),
+        "different config (config.seed: 0 in the workdir, 3 now)",
     ),
     "corrupt checkpoint": Case(
         _config(smoke()), corrupt_checkpoint(smoke()), "checkpoint error: ", writes=("ckpt/b0.corrupt",)
@@ -483,3 +485,16 @@ def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small
     subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
     out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir))
     assert "Traceback" not in out.stderr and len((workdir / "members.jsonl").read_text().splitlines()) == 6
+
+
+def test_a_launch_that_never_started_does_not_block_the_corrected_command(tmp_path, capsys):
+    """Only config.json was written (the launch failed right after it, as a seed of 2**63 once
+    did): a different config takes the workdir over and says so."""
+    workdir = existing(smoke(**{"train.steps": 45}))(tmp_path)
+    store = Store(workdir)
+    store.write_config(identity(smoke()))
+    assert "held only the config of a run that never started (config.train.steps" in capsys.readouterr().out
+    assert (
+        Store(workdir).config_path.read_text()
+        == (Path(existing(smoke())(tmp_path / "b")) / "config.json").read_text()
+    )

@@ -130,7 +130,8 @@ class Store:
 
     # config --------------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
-        """Write config.json, or check that the workdir holds a run of this same config."""
+        """Write config.json, or check that the workdir holds a run of this same config (a run
+        that never started, only its config.json there, is replaced)."""
         config = clean(config)
         if self.config_path.exists():
             try:
@@ -141,12 +142,24 @@ class Store:
                     "(move this one away, or use another --workdir)"
                 ) from None
             diffs = _differences(config, old)
-            if diffs:
+            if diffs and self._never_started():
+                print(
+                    f"note: {self.root} held only the config of a run that never started "
+                    f"({diffs[0]}); replaced by this one",
+                    flush=True,
+                )
+            elif diffs:
                 raise WorkdirMismatch(
                     f"{self.root} holds a run of a different config ({diffs[0]}); use another --workdir"
                 )
-            return
+            else:
+                return
         write_atomic(self.config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+    def _never_started(self) -> bool:
+        """Only config.json (and the lock): a launch that failed before writing anything else, whose
+        corrected command must not be refused as "a different config"."""
+        return {p.name for p in self.root.iterdir()} <= {self.config_path.name, lock.LOCK}
 
     # members -------------------------------------------------------------------------------
     def member_rows(self) -> list[dict]:
