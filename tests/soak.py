@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 GRACE_MINUTES = 0.2  # 12 s: a killed worker not rerun by then has its trials taken over
+STARTUP_S = 10.0
 
 
 def overrides(storage: str, name: str, n_trials: int, batch: int) -> list[str]:
@@ -59,23 +60,26 @@ def run_workers(args: list[str], out: Path, n_workers: int, n_kills: int, rng: r
     """Run the workers to the end, with n_kills kill -9s; returns what happened."""
     logs = {i: open(out / f"w{i}.log", "a") for i in range(n_workers)}  # noqa: SIM115
     procs: dict[int, subprocess.Popen] = {}
+    started: dict[int, float] = {}
     pending = {
         i: time.time() + (0 if i % 2 == 0 else rng.uniform(1, 8)) for i in range(n_workers)
     }  # staggered
-    kills, next_kill, failures = 0, time.time() + rng.uniform(5, 25), []
+    kills, next_kill, failures = 0, time.time() + rng.uniform(10, 30), []
     while procs or pending:
         now = time.time()
         for i, when in list(pending.items()):
             if now >= when:
-                procs[i] = _start(args, out / f"w{i}", logs[i])
+                procs[i], started[i] = _start(args, out / f"w{i}", logs[i]), now
                 del pending[i]
         for i, proc in list(procs.items()):
             if proc.poll() is not None:
                 del procs[i]
                 if proc.returncode not in (0, -9):
                     failures.append((i, proc.returncode))
-        if kills < n_kills and now >= next_kill and procs:
-            i = rng.choice(sorted(procs))
+        # a worker past its start-up (imports): the kill lands in a claim, compile, round or tell
+        ready = sorted(i for i in procs if now - started[i] > STARTUP_S)
+        if kills < n_kills and now >= next_kill and ready:
+            i = rng.choice(ready)
             procs.pop(i).kill()  # SIGKILL: nothing flushed, no lock left (the kernel drops it)
             kills += 1
             logs[i].write(f"\n=== soak: killed after kill {kills} ===\n")
@@ -84,7 +88,7 @@ def run_workers(args: list[str], out: Path, n_workers: int, n_kills: int, rng: r
             pending[i] = now + (
                 rng.uniform(0, 3) if rng.random() < 0.5 else 60 * GRACE_MINUTES + rng.uniform(2, 10)
             )
-            next_kill = now + rng.uniform(4, 25)
+            next_kill = now + rng.uniform(3, 20)
         time.sleep(0.2)
     for log in logs.values():
         log.close()
@@ -104,13 +108,14 @@ def count(storage: str, name: str, workdirs: list[Path], seeds: int, reference: 
     for w in workdirs:
         for row in read_jsonl(w / "members.jsonl"):
             holders[(row["study"], row["trial"])][w.name] += 1
-    states, lost, duplicated, diffs, values = collections.Counter(), [], [], [], {}
+    states, lost, duplicated, diffs, values, taken_over = collections.Counter(), [], [], [], {}, 0
     for summary in optuna.get_all_study_summaries(store):
         if summary.study_name != name and not summary.study_name.startswith(name + "/"):
             continue
         for t in optuna.load_study(study_name=summary.study_name, storage=store).trials:
             key = (summary.study_name, t.number)
             states[t.state.name] += 1
+            taken_over += any(k.startswith("released:") for k in t.user_attrs)
             held = holders.pop(key, collections.Counter())
             if not t.state.is_finished() or not held:
                 lost.append(key)
@@ -127,6 +132,7 @@ def count(storage: str, name: str, workdirs: list[Path], seeds: int, reference: 
         "lost": len(lost),
         "duplicated": len(duplicated),
         "left_running": states["RUNNING"] + states["WAITING"],
+        "taken_over": taken_over,  # trials released from a silent worker and trained by another
         "max_value_diff": max(diffs) if diffs else None,
         "values": values,
         "lost_trials": lost[:10],
@@ -160,6 +166,9 @@ def soak(
     reference = count(str(out / "ref.log"), name, [out / "ref"], 2, None)["values"]
     counted = count(storage, name, [out / f"w{i}" for i in range(workers)], 2, reference)
     counted.pop("values")
+    logs = "".join((out / f"w{i}.log").read_text(errors="replace") for i in range(workers))
+    happened["resumed_rounds"] = logs.count("trials left by a killed run")
+    happened["tracebacks"] = logs.count("Traceback")
     return {"storage": kind, "workers": workers, **happened, **counted, "wall_s": round(wall)}
 
 

@@ -144,6 +144,11 @@ CASES = {
         fresh,
         "config.study.storage: got 'postgresql://me@localhost/db', whose driver is not installed",
     ),
+    "storage server that does not answer": Case(
+        _config(hpo(**{"study.storage": "postgresql+psycopg2://me@127.0.0.1:1/db"})),
+        fresh,
+        "config.study.storage: cannot connect to postgresql+psycopg2://me@127.0.0.1:1/db (",
+    ),
     "storage URL of an unknown scheme": Case(
         _config(hpo(**{"study.storage": "foo://host/db"})), fresh, "which SQLAlchemy cannot use"
     ),

@@ -222,9 +222,31 @@ def storage_file(spec: str) -> Path | None:
     return None
 
 
+def check_server(url: str) -> None:
+    """A database server that answers (PostgreSQL, MySQL), checked before the workdir is written."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = create_engine(url)
+    try:
+        engine.connect().close()
+    except SQLAlchemyError as e:
+        shown = engine.url.render_as_string(hide_password=True)
+        reason = (str(getattr(e, "orig", None) or e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise ConfigError(
+            f"config.study.storage: cannot connect to {shown} ({reason}); allowed: a reachable server "
+            "(check host, port, user, password and database)"
+        ) from None
+    finally:
+        engine.dispose()
+
+
 def check_storage_location(spec: str) -> None:
     """A storage file this process can create or write, checked before the workdir is written (a
-    probe file is made and removed again where the storage's file would be created)."""
+    probe file is made and removed again where the storage's file would be created), or a server
+    that answers."""
+    if "://" in spec and not spec.startswith("sqlite"):
+        return check_server(spec)
     path = storage_file(spec)
     if path is None:
         return
