@@ -8,10 +8,12 @@ default workdir is derived from the command (runs/<config>[_<variant>][_<hash of
 `config.runtime` overrides left out: they do not change results, and the processes of one
 distributed run differ only there), so rerunning the same command resumes the same run.
 
-Every input problem — a config value, a workdir that is a file or is written by another
-process, a corrupt file in it, an unwritable cache, a population that diverged — ends the
-launch with one line (`--debug` shows the traceback instead); an unexpected error keeps its
-traceback.
+The workdir's writer lock is taken first, from the arguments alone, before JAX is imported: a
+second launch on a busy workdir is refused in a fraction of a second. Every input problem — a
+config value or a config file that does not parse, a workdir that is a file or is written by
+another process, a corrupt file in it, an unwritable cache, a full disk, a population that
+diverged — ends the launch with one line (`--debug` shows the traceback instead); an unexpected
+error keeps its traceback.
 
 `--create_studies` only creates the Optuna studies of an hpo config on `config.study.storage`
 and exits: run it once before starting several workers on one storage (jaxcap.experiments.hpo.study).
