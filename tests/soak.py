@@ -31,7 +31,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 GRACE_MINUTES = 0.2  # 12 s: a killed worker not rerun by then has its trials taken over
-STARTUP_S = 10.0
 
 
 def overrides(storage: str, name: str, n_trials: int, batch: int) -> list[str]:
@@ -56,28 +55,44 @@ def _start(args: list[str], workdir: Path, log) -> subprocess.Popen:
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
+def _since(log: Path, offset: int) -> str:
+    with open(log, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
 def run_workers(args: list[str], out: Path, n_workers: int, n_kills: int, rng: random.Random) -> dict:
     """Run the workers to the end, with n_kills kill -9s; returns what happened."""
     logs = {i: open(out / f"w{i}.log", "a") for i in range(n_workers)}  # noqa: SIM115
     procs: dict[int, subprocess.Popen] = {}
-    started: dict[int, float] = {}
+    started: dict[int, int] = {}  # where each worker's current run begins in its log
+    # when a worker may be killed: 0-15 s after it claimed its first round (its log says "[round"),
+    # so the kill lands in a compile, a chunk, a checkpoint, a tell or the next claim
+    killable: dict[int, float] = {}
     pending = {
         i: time.time() + (0 if i % 2 == 0 else rng.uniform(1, 8)) for i in range(n_workers)
     }  # staggered
-    kills, next_kill, failures = 0, time.time() + rng.uniform(10, 30), []
+    kills, next_kill, failures = 0, time.time() + rng.uniform(0, 10), []
     while procs or pending:
         now = time.time()
         for i, when in list(pending.items()):
             if now >= when:
-                procs[i], started[i] = _start(args, out / f"w{i}", logs[i]), now
+                logs[i].flush()
+                procs[i], started[i] = (
+                    _start(args, out / f"w{i}", logs[i]),
+                    (out / f"w{i}.log").stat().st_size,
+                )
+                killable.pop(i, None)
                 del pending[i]
         for i, proc in list(procs.items()):
             if proc.poll() is not None:
                 del procs[i]
                 if proc.returncode not in (0, -9):
                     failures.append((i, proc.returncode))
-        # a worker past its start-up (imports): the kill lands in a claim, compile, round or tell
-        ready = sorted(i for i in procs if now - started[i] > STARTUP_S)
+        for i in procs:  # start-up (imports) takes seconds: kill a worker once it holds a round
+            if i not in killable and "[round" in _since(out / f"w{i}.log", started[i]):
+                killable[i] = now + rng.uniform(0, 15)
+        ready = sorted(i for i in killable if i in procs and now > killable[i])
         if kills < n_kills and now >= next_kill and ready:
             i = rng.choice(ready)
             procs.pop(i).kill()  # SIGKILL: nothing flushed, no lock left (the kernel drops it)
