@@ -134,6 +134,8 @@ def main(argv: list[str]) -> None:
     workdir = _WORKDIR.value or default_workdir(_normalize(sys.argv))
     if not _DEBUG.value:  # Orbax's and asyncio's threads log their own failed writes of a full disk
         logging.get_absl_handler().addFilter(_not_disk_full)
+        sys.excepthook = _without_closed_loops(sys.excepthook)
+        sys.unraisablehook = _without_closed_loops(sys.unraisablehook, unraisable=True)
     try:
         if _CREATE.value:
             return create(_CONFIG.value, workdir)
@@ -160,6 +162,22 @@ def disk_full(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def _without_closed_loops(hook, unraisable: bool = False):
+    """TensorStore's threads print (through sys.excepthook, PyErr_Print) each write they could not
+    hand back to an asyncio loop that a failed save already closed: noise around the one line,
+    never the error itself."""
+
+    def closed_loop(value) -> bool:
+        return isinstance(value, RuntimeError) and str(value) == "Event loop is closed"
+
+    def filtered(*args):
+        value = args[0].exc_value if unraisable else args[1]
+        if not closed_loop(value):
+            hook(*args)
+
+    return filtered
 
 
 def _not_disk_full(record) -> bool:
