@@ -8,10 +8,12 @@ default workdir is derived from the command (runs/<config>[_<variant>][_<hash of
 `config.runtime` overrides left out: they do not change results, and the processes of one
 distributed run differ only there), so rerunning the same command resumes the same run.
 
-Every input problem — a config value, a workdir that is a file or is written by another
-process, a corrupt file in it, an unwritable cache, a population that diverged — ends the
-launch with one line (`--debug` shows the traceback instead); an unexpected error keeps its
-traceback.
+The workdir's writer lock is taken first, from the arguments alone, before JAX is imported: a
+second launch on a busy workdir is refused in a fraction of a second. Every input problem — a
+config value or a config file that does not parse, a workdir that is a file or is written by
+another process, a corrupt file in it, an unwritable cache, a full disk, a population that
+diverged — ends the launch with one line (`--debug` shows the traceback instead); an unexpected
+error keeps its traceback.
 
 `--create_studies` only creates the Optuna studies of an hpo config on `config.study.storage`
 and exits: run it once before starting several workers on one storage (jaxcap.experiments.hpo.study).
@@ -19,7 +21,9 @@ and exits: run it once before starting several workers on one storage (jaxcap.ex
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -27,8 +31,8 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from jaxcap.config import cli
-from jaxcap.config.base import load_config
 from jaxcap.config.fields import ConfigError
+from jaxcap.results import lock
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Experiment config file[:variant].", lock_config=True
@@ -42,6 +46,8 @@ _DEBUG = flags.DEFINE_bool("debug", False, "Show the traceback of an input error
 
 def _check_overrides(argv: list[str]) -> None:
     """Name unknown `--config.x.y` keys in one line (ml_collections would raise a traceback)."""
+    from jaxcap.config.base import load_config  # imports JAX: after the workdir lock
+
     spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
     if spec is None:
         raise ConfigError("--config: required, e.g. --config configs/modmod.py")
@@ -64,16 +70,50 @@ def _parse(argv: list[str]) -> list[str]:
     argv = _normalize(cli.expand_flagfiles(argv))  # --flagfile: its flags, as if typed
     cli.check_known(argv)  # --confg is an unknown flag, not a missing --config
     try:
+        _lock_first(argv)
         _check_overrides(argv)
         rest = flags.FLAGS(argv)
     except ConfigError as e:
         sys.exit(f"config error: {e}")
+    except lock.WorkdirError as e:
+        sys.exit(f"workdir error: {e}")
+    except SyntaxError as e:  # the config file itself (absl may wrap it in its own error)
+        sys.exit(f"config error: {e.filename} line {e.lineno}: {e.msg}; allowed: a Python file that parses")
     except (flags.Error, TypeError, ValueError, AttributeError) as e:
         sys.exit(f"config error: {str(e).splitlines()[0]}")
     # absl hands positional arguments to main, which would ignore them
     return cli.flags_only(
         rest, "flags only (--config, --workdir, --config.a.b=value, --create_studies, --debug)"
     )
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of `--name=v` / `--name v` / `-name=v` in argv, before absl parses it (None: absent)."""
+    for i, arg in enumerate(argv):
+        for prefix in (f"--{name}", f"-{name}"):
+            if arg.startswith(prefix + "="):
+                return arg[len(prefix) + 1 :]
+            if arg == prefix and i + 1 < len(argv):
+                return argv[i + 1]
+    return None
+
+
+def _lock_first(argv: list[str]) -> None:
+    """Take the workdir's writer lock from the arguments alone, before JAX is imported (seconds),
+    so that a second launch on a busy workdir is refused at once (jaxcap.results.lock)."""
+    if _flag(argv, "workdir") == "":
+        raise ConfigError("--workdir: got ''; allowed: a directory path, or no --workdir (runs/<config>...)")
+    create = any(
+        a.lstrip("-").partition("=")[::2] in (("create_studies", ""), ("create_studies", "true"))
+        for a in argv
+    )
+    if create or not any(a.startswith("--config=") for a in argv):
+        return  # --create_studies writes no run; without --config the parser says what is missing
+    root = Path(_flag(argv, "workdir") or default_workdir(argv))
+    k = _flag(argv, "config.runtime.process_id")
+    if k and k.strip().isdigit() and int(k) > 0:  # process k of a distributed run writes a mirror
+        root = root / f".process{int(k)}"
+    lock.take_early(root)
 
 
 def default_workdir(argv: list[str]) -> Path:
@@ -93,6 +133,10 @@ def main(argv: list[str]) -> None:
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint step at INFO
 
     workdir = _WORKDIR.value or default_workdir(_normalize(cli.expand_flagfiles(sys.argv)))
+    if not _DEBUG.value:  # Orbax's and asyncio's threads log their own failed writes of a full disk
+        logging.get_absl_handler().addFilter(_not_disk_full)
+        sys.excepthook = _without_closed_loops(sys.excepthook)
+        sys.unraisablehook = _without_closed_loops(sys.unraisablehook, unraisable=True)
     try:
         if _CREATE.value:
             return create(_CONFIG.value, workdir)
@@ -101,7 +145,48 @@ def main(argv: list[str]) -> None:
         message = one_line(e)
         if message is None or _DEBUG.value:
             raise
+        if disk_full(e):  # saves still in flight cannot finish: leave before they print at exit
+            print(message, file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(1)
         sys.exit(message)
+
+
+def disk_full(error: BaseException) -> bool:
+    """A write that failed for want of space: ENOSPC, or TensorStore's RESOURCE_EXHAUSTED on a
+    write (not XLA's out-of-memory, which is also RESOURCE_EXHAUSTED), anywhere in the chain."""
+    while error is not None:
+        text = str(error)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC or "No space left on device" in text:
+            return True
+        if "RESOURCE_EXHAUSTED" in text and "writing" in text.lower():
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _without_closed_loops(hook, unraisable: bool = False):
+    """TensorStore's threads print (through sys.excepthook, PyErr_Print) each write they could not
+    hand back to an asyncio loop that a failed save already closed: noise around the one line,
+    never the error itself."""
+
+    def closed_loop(value) -> bool:
+        return isinstance(value, RuntimeError) and str(value) == "Event loop is closed"
+
+    def filtered(*args):
+        value = args[0].exc_value if unraisable else args[1]
+        if not closed_loop(value):
+            hook(*args)
+
+    return filtered
+
+
+def _not_disk_full(record) -> bool:
+    """A log filter: drop the records (with their tracebacks) of writes a full disk failed."""
+    text = record.getMessage() + (str(record.exc_info[1]) if record.exc_info and record.exc_info[1] else "")
+    return not (
+        "No space left on device" in text or ("RESOURCE_EXHAUSTED" in text and "writing" in text.lower())
+    )
 
 
 def one_line(error: Exception) -> str | None:
@@ -117,6 +202,12 @@ def one_line(error: Exception) -> str | None:
         AllDiverged: "run error",
         OSError: "error",  # the file system: a full disk, a permission inside the workdir
     }
+    if disk_full(error):
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+        return (
+            f"error: the disk is full ({reason}); allowed: free some space (or use another --workdir), "
+            "then rerun the same command: it resumes from its last checkpoint"
+        )
     for kind, label in kinds.items():
         if isinstance(error, kind):
             text = (str(error).strip().splitlines() or [type(error).__name__])[0]

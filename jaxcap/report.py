@@ -1,7 +1,8 @@
 """Rebuild any run's report from its workdir alone: `python -m jaxcap.report --workdir D`.
 
 The command dispatches on the workdir's `config.json` to the report of its experiment
-(`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. Population
+(`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. The
+report is written into `<workdir>/report`: a workdir this user cannot write is one line. Population
 figures: jaxcap.reports.population. Flags as every jaxcap command (jaxcap.config.cli): absl,
 `--flagfile`, `--helpfull`; problems are one line (`usage error: ...`, `report error: ...`).
 """
@@ -31,7 +32,14 @@ def main(argv: list[str] | None = None) -> list[Path]:
         raise SystemExit(f"report error: {workdir} holds no config.json; is it a workdir?")
     store = Store(workdir)
     experiment = json.loads(store.config_path.read_text()).get("experiment", "population")
-    written = resolve(EXPERIMENTS[experiment].report)(store)
+    try:
+        written = resolve(EXPERIMENTS[experiment].report)(store)
+    except OSError as e:  # a read-only workdir (another user's, a mounted archive), a full disk
+        where = e.filename or store.report_path
+        raise SystemExit(
+            f"report error: cannot write {where} ({e.strerror or e}); allowed: a workdir this user can "
+            "write (copy a read-only one first: cp -r)"
+        ) from None
     for path in written:
         print(path)
     return written

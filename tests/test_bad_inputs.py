@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_launch import SMOKE, launch
+from test_launch import ENV, SMOKE, launch
 from test_store import HOLD
 
 from jaxcap.config.base import load_config
@@ -131,7 +131,9 @@ CASES = {
         "config.json does not parse",
     ),
     "workdir of another config": Case(
-        _config(smoke(seed=3)), existing(smoke()), "different config (config.seed: 0 in the workdir, 3 now)"
+        _config(smoke(seed=3)),
+        existing(smoke(), {"evals.jsonl": ""}),
+        "different config (config.seed: 0 in the workdir, 3 now)",
     ),
     "corrupt checkpoint": Case(
         _config(smoke()), corrupt_checkpoint(smoke()), "checkpoint error: ", writes=("ckpt/b0.corrupt",)
@@ -141,6 +143,11 @@ CASES = {
         _config(hpo(**{"study.storage": "postgresql://me@localhost/db"})),
         fresh,
         "config.study.storage: got 'postgresql://me@localhost/db', whose driver is not installed",
+    ),
+    "storage server that does not answer": Case(
+        _config(hpo(**{"study.storage": "postgresql+psycopg2://me@127.0.0.1:1/db"})),
+        fresh,
+        "config.study.storage: cannot connect to postgresql+psycopg2://me@127.0.0.1:1/db (",
     ),
     "storage URL of an unknown scheme": Case(
         _config(hpo(**{"study.storage": "foo://host/db"})), fresh, "which SQLAlchemy cannot use"
@@ -156,7 +163,26 @@ CASES = {
         "config.study.n_trials: got 2, but study modulo/modulus=5 already has a budget of 4 trials",
         writes=("config.json",),
     ),
+    "storage in a folder nothing can write": Case(
+        _config(hpo(**{"study.storage": "/proc/jaxcap/study.log"})),
+        fresh,
+        "config.study.storage: cannot write /proc/jaxcap/study.log (",
+    ),
+    "storage under a file": Case(
+        lambda t: hpo(**{"study.storage": f"sqlite:///{t / 'f' / 'study.db'}"}),
+        under_a_file,
+        "study.db is under a file (",
+    ),
+    "a budget that would queue for minutes": Case(
+        _config(hpo(**{"study.n_trials": 1_000_000})),
+        fresh,
+        "config.study.n_trials: got 1000000; allowed: in [1, 10000]",
+    ),
     # config values (flag-level ones, such as an unknown key, in tests/test_launch.py)
+    "seed beyond the 32 bits of a key (aliases a smaller seed)": Case(
+        _config(smoke(seed=2**32)), fresh, "config.seed: got 4294967296; allowed: in [0, 4294967295]"
+    ),
+    "seed beyond 64 bits": Case(_config(smoke(seed=2**63)), fresh, "config.seed: got 9223372036854775808"),
     "a value not allowed": Case(
         _config(smoke(**{"model.norm": "layer"})),
         fresh,
@@ -220,6 +246,17 @@ CASES = {
 }
 
 
+def test_a_sqlite_url_into_a_missing_folder_creates_it_as_a_path_does(tmp_path):
+    """It once failed after the workdir was written, with a line suggesting a damaged file."""
+    from jaxcap.config.base import validate
+    from jaxcap.experiments.hpo.study import open_studies
+
+    c = hpo(**{"study.storage": f"sqlite:///{tmp_path / 'new' / 'folder' / 'study.db'}"})
+    validate(c)
+    assert len(open_studies(c, tmp_path / "w", "modulo", True)) == 3
+    assert (tmp_path / "new" / "folder" / "study.db").is_file()
+
+
 def snapshot(workdir: Path) -> dict[str, bytes] | None:
     if not workdir.exists() or workdir.is_file():
         return None if not workdir.exists() else {".": workdir.read_bytes()}
@@ -261,6 +298,36 @@ def test_launcher_refuses_a_stray_argument(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def _syntax_error(tmp: Path) -> str:
+    (tmp / "broken.py").write_text("def get_config(arg=None):\n    return (\n")
+    return str(tmp / "broken.py")
+
+
+# what only the launcher sees: (tmp -> its arguments, the start of its one line); none leaves a workdir
+LAUNCH_CASES = {
+    "config file with a syntax error": (
+        lambda t: ["--config", _syntax_error(t), "--workdir", str(t / "w")],
+        "config error: ",
+        "line 2",
+    ),
+    "empty --workdir": (lambda t: [*SMOKE, "--workdir="], "config error: --workdir: got ''", ""),
+    "bad value, fresh workdir": (
+        lambda t: [*SMOKE, "--config.model.norm=layer", "--workdir", str(t / "w")],
+        "config error: config.model.norm: got 'layer'",
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LAUNCH_CASES))
+def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
+    args, start, within = LAUNCH_CASES[name]
+    out = launch(*args(tmp_path), check=False)
+    line = _stderr_line(out)
+    assert line.startswith(start) and within in line, line
+    assert not (tmp_path / "w").exists()  # the lock taken first is removed with its empty workdir
+
+
 def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp_path):
     workdir = tmp_path / "w"
     existing(smoke())(tmp_path)
@@ -268,7 +335,13 @@ def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp
     try:
         assert holder.stdout.readline() == "holding\n"
         before = snapshot(workdir)
-        out = launch(*SMOKE, "--workdir", str(workdir), check=False)
+        cmd = [sys.executable, "-X", "importtime", "-m", "jaxcap.launch", *SMOKE, "--workdir", str(workdir)]
+        out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
+        imported = [
+            line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "import time:" in line
+        ]
+        assert "jax" not in imported, "refused only after importing JAX (seconds): take the lock first"
+        out.stderr = "\n".join(line for line in out.stderr.splitlines() if "import time:" not in line)
         assert _stderr_line(out).startswith(
             f"workdir error: {workdir} is being written by process {holder.pid} on"
         )
@@ -350,3 +423,83 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
         "directory, 'default' ($JAXCAP_CACHE or ~/.cache/jaxcap/xla) or 'off'",
     ], out.stderr[-3000:]
     assert {name: snapshot(tmp_path / name) for name in WRITE_PROTECTED} == before
+
+
+def test_report_on_a_workdir_this_user_cannot_write_is_one_line(tmp_path, monkeypatch):
+    """A finished run that is read-only (another user's, an archive mounted read-only): writing
+    report/ fails as root never sees it, so the write is played by the error it raises."""
+    import errno
+
+    from jaxcap import report
+
+    workdir = existing(smoke())(tmp_path)
+
+    def write_report(store):
+        raise PermissionError(errno.EACCES, "Permission denied", str(store.report_path))
+
+    monkeypatch.setattr(report, "resolve", lambda dotted: write_report)
+    with pytest.raises(SystemExit) as info:
+        report.main(["--workdir", str(workdir)])
+    assert str(info.value) == (
+        f"report error: cannot write {workdir / 'report'} (Permission denied); allowed: a workdir this "
+        "user can write (copy a read-only one first: cp -r)"
+    )
+
+
+def _one_line_on_stderr(out) -> str:
+    """The launch's whole stderr is its one line: no traceback of Orbax's or asyncio's threads."""
+    assert "Traceback" not in out.stderr and "Event loop is closed" not in out.stderr, out.stderr[-3000:]
+    return _stderr_line(out)
+
+
+def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path):
+    from jaxcap.core.checkpoint import PopulationCheckpoints
+
+    workdir = existing(smoke())(tmp_path)
+    ckpts = PopulationCheckpoints(workdir / "ckpt" / "b0")
+    for step in (10, 20):
+        ckpts.save(step, {"w": [0.0]}, {"step": step})
+    ckpts.close()
+    for path in (workdir / "ckpt" / "b0").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\x00garbage")
+    out = launch(*SMOKE, "--workdir", str(workdir), check=False)
+    assert _one_line_on_stderr(out).startswith(f"checkpoint error: {workdir / 'ckpt' / 'b0'}: no checkpoint")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs (root only): the smoke run fills it with its second checkpoint."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if (
+        os.geteuid()
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)]).returncode
+    ):
+        pytest.skip("no tmpfs to fill: needs root and mount")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
+
+
+def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small_disk):
+    workdir = small_disk / "w"
+    out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir), check=False)
+    assert _one_line_on_stderr(out).startswith("error: the disk is full (")
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir))
+    assert "Traceback" not in out.stderr and len((workdir / "members.jsonl").read_text().splitlines()) == 6
+
+
+def test_a_launch_that_never_started_does_not_block_the_corrected_command(tmp_path, capsys):
+    """Only config.json was written (the launch failed right after it, as a seed of 2**63 once
+    did): a different config takes the workdir over and says so."""
+    workdir = existing(smoke(**{"train.steps": 45}))(tmp_path)
+    store = Store(workdir)
+    store.write_config(identity(smoke()))
+    assert "held only the config of a run that never started (config.train.steps" in capsys.readouterr().out
+    assert (
+        Store(workdir).config_path.read_text()
+        == (Path(existing(smoke())(tmp_path / "b")) / "config.json").read_text()
+    )

@@ -215,20 +215,28 @@ def test_a_population_killed_at_any_phase_resumes_to_identical_tables(
     assert (tmp_path / "report" / "report.md").exists()
 
 
+DAMAGE = {
+    "torn": lambda line: line[:25] + b"\n",  # a kill in the middle of a write
+    "not UTF-8": lambda line: b"\xff\xfe\x00" + line[3:25] + b"\x80\n",  # a damaged disk
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_finished_run_with_torn_tables_rebuilds_its_rows_and_says_what_is_missing(
-    tmp_path, straight_population, capsys
+    tmp_path, straight_population, capsys, damage
 ):
-    """Line 3 of members.jsonl and line 10 of evals.jsonl torn in a finished run: the rerun
-    rebuilds the member rows from the checkpoint (all three levels reported, byte-identical),
-    keeps every valid eval row and says the evals table holds one row less than the checkpoint."""
+    """Line 3 of members.jsonl and line 10 of evals.jsonl torn (or not even text) in a finished
+    run: the rerun rebuilds the member rows from the checkpoint (all three levels reported,
+    byte-identical), keeps every valid eval row and says the evals table holds one row less than
+    the checkpoint; the bad lines are quarantined, as read."""
     from jaxcap.run import run
 
     workdir = tmp_path / "w"
     shutil.copytree(straight_population, workdir)
     for name, number in (("members.jsonl", 3), ("evals.jsonl", 10)):
-        lines = (workdir / name).read_text().splitlines(keepends=True)
-        lines[number - 1] = lines[number - 1][:25] + "\n"
-        (workdir / name).write_text("".join(lines))
+        lines = (workdir / name).read_bytes().splitlines(keepends=True)
+        lines[number - 1] = DAMAGE[damage](lines[number - 1])
+        (workdir / name).write_bytes(b"".join(lines))
     run(_population_config(), str(workdir))
     assert (workdir / "members.jsonl").read_bytes() == (straight_population / "members.jsonl").read_bytes()
     evals = (workdir / "evals.jsonl").read_text().splitlines()
@@ -240,3 +248,22 @@ def test_a_finished_run_with_torn_tables_rebuilds_its_rows_and_says_what_is_miss
     out = capsys.readouterr().out
     assert "[b0] evals.jsonl holds 23 of the 24 rows that its checkpoint (step 40) recorded" in out
     assert "modulus" in out and all(f" {n} " in out for n in (5, 7, 10))  # the table, every level
+
+
+def test_a_finished_run_whose_newest_cursor_is_garbled_reports_again(tmp_path, straight_population, capsys):
+    """The cursor of the newest checkpoint does not parse: the step before it is read instead."""
+    from jaxcap.run import run
+
+    workdir = tmp_path / "w"
+    shutil.copytree(straight_population, workdir)
+    newest = max(
+        (p for p in (workdir / "ckpt" / "b0").iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+    )
+    for path in (newest / "cursor").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b'{"st\xff')
+    run(_population_config(), str(workdir))
+    out = capsys.readouterr().out
+    assert f"warning: checkpoint b0 step {newest.name}: cursor does not read" in out
+    assert "modulus" in out and "rows that its checkpoint" not in out  # the table; no row missing
+    assert (workdir / "members.jsonl").read_bytes() == (straight_population / "members.jsonl").read_bytes()

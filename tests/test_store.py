@@ -53,6 +53,7 @@ def test_member_rows_are_replaced_per_bucket(tmp_path):
 def test_config_mismatch_names_the_field(tmp_path):
     Store(tmp_path).write_config({"a": {"b": 1}, "c": 2})
     Store(tmp_path).write_config({"a": {"b": 1}, "c": 2})  # same config: resume is fine
+    (tmp_path / "evals.jsonl").write_text("")  # a run that started (one with only config.json is replaced)
     with pytest.raises(WorkdirMismatch, match=r"config.a.b: 1 in the workdir, 5 now"):
         Store(tmp_path).write_config({"a": {"b": 5}, "c": 2})
 

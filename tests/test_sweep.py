@@ -299,7 +299,8 @@ def _sweep_phases():
 
     return {
         "budget queued": (study_lib, "open_studies", 1),
-        "claim half done": (rounds, "_tag", 1),
+        # a trial RUNNING but not yet tagged: a journal claim is three lines (hpo/claims.py)
+        "claim half done": (optuna.storages.JournalStorage, "set_trial_user_attr", 1, True),
         "between the suggestions of a round": (sweep, "suggest", 2),
         "between two parameters of a trial": (search_space.Param, "suggest", 5),
         "training, evals stored": (Store, "append_evals", 1),

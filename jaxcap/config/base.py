@@ -130,6 +130,8 @@ def base_config(task: str) -> ml_collections.ConfigDict:
             coordinator="",  # several processes: 'host:port' of process 0, or 'auto' (TPU pod, Slurm)
             num_processes=1,
             process_id=0,
+            # a sweep worker silent this long is dead: its trials go to the others (hpo/claims.py)
+            worker_grace_minutes=10.0,
         )
     )
     return c
@@ -144,7 +146,7 @@ def schema(config) -> dict:
     task_schema = {"name": Choice(tuple(tasks.TASKS)), **task_cls.SCHEMA}
     out = {
         "experiment": Choice(EXPERIMENTS),
-        "seed": Int(0),
+        "seed": Int(0, 2**32 - 1),  # jax.random.key honours 32 bits: a larger seed aliases a smaller one
         "note": Str(),
         "task": task_schema,
         "model": {
@@ -208,6 +210,7 @@ def schema(config) -> dict:
             "coordinator": Str(),
             "num_processes": Int(1),
             "process_id": Int(0),
+            "worker_grace_minutes": Float(0.01),
         },
     }
     for name, experiment in EXPERIMENTS.items():  # the sections an experiment owns (jaxcap.config.registry)

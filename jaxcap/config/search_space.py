@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import ml_collections
@@ -34,8 +36,12 @@ PRUNERS = ("none", "median", "halving", "hyperband")
 OBJECTIVES = ("penalized", "val", "multi")
 KINDS = ("float", "int", "categorical")
 
+MAX_TRIALS = 10_000
+
 STUDY_SCHEMA = {
-    "n_trials": Int(1),  # the budget of each study (one study per task level)
+    # the budget of each study (one study per task level), queued trial by trial when a study is
+    # created (milliseconds each): bounded so that a typo cannot queue for minutes
+    "n_trials": Int(1, MAX_TRIALS),
     "batch_trials": Int(1),  # trials asked per study per round: B, so a round has B x seeds members
     "sampler": Choice(SAMPLERS),
     "n_startup_trials": Int(0),  # random trials before TPE / GP model the objective
@@ -202,6 +208,67 @@ def check_url(url: str) -> None:
         ) from None
 
 
+def storage_file(spec: str) -> Path | None:
+    """The file of a storage spec that names one outside the workdir (a path, a sqlite URL)."""
+    if spec in ("", "journal"):
+        return None
+    if "://" not in spec:
+        return Path(spec)
+    if spec.startswith("sqlite"):
+        from sqlalchemy.engine import make_url
+
+        database = make_url(spec).database
+        return Path(database) if database and database != ":memory:" else None
+    return None
+
+
+def check_server(url: str) -> None:
+    """A database server that answers (PostgreSQL, MySQL), checked before the workdir is written."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = create_engine(url)
+    try:
+        engine.connect().close()
+    except SQLAlchemyError as e:
+        shown = engine.url.render_as_string(hide_password=True)
+        reason = (str(getattr(e, "orig", None) or e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise ConfigError(
+            f"config.study.storage: cannot connect to {shown} ({reason}); allowed: a reachable server "
+            "(check host, port, user, password and database)"
+        ) from None
+    finally:
+        engine.dispose()
+
+
+def check_storage_location(spec: str) -> None:
+    """A storage file this process can create or write, checked before the workdir is written (a
+    probe file is made and removed again where the storage's file would be created), or a server
+    that answers."""
+    if "://" in spec and not spec.startswith("sqlite"):
+        return check_server(spec)
+    path = storage_file(spec)
+    if path is None:
+        return
+    allowed = "a file path in a writable directory"
+    if path.is_dir():
+        raise ConfigError(f"config.study.storage: {path} is a directory; allowed: {allowed}")
+    try:
+        if path.exists():
+            open(path, "ab").close()  # appends nothing: only asks for write access
+            return
+        ancestor = next(p for p in path.absolute().parents if p.exists())
+        if not ancestor.is_dir():
+            raise ConfigError(
+                f"config.study.storage: {path} is under a file ({ancestor}); allowed: {allowed}"
+            )
+        tempfile.TemporaryFile(dir=ancestor).close()
+    except OSError as e:
+        raise ConfigError(
+            f"config.study.storage: cannot write {path} ({e.strerror}); allowed: {allowed}"
+        ) from None
+
+
 def suggest(trial, space: list[Param]) -> tuple[dict[str, float], dict[str, Any]]:
     """(hparam values, model field values) of one trial; repeated calls return the same values."""
     hparams, model = {}, {}
@@ -230,6 +297,7 @@ def check_search(config: Any, rules: dict) -> list[tuple[str, Any, ml_collection
         )
     if "://" in study.storage:
         check_url(study.storage)
+    check_storage_location(study.storage)
     if not space:
         raise ConfigError("config.search: nothing is searched; allowed: at least one (kind, low, high) entry")
     if study.sampler == "gp" and importlib.util.find_spec("torch") is None:

@@ -10,13 +10,16 @@ run resumes from the newest step that restores.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from absl import logging
 from jax.experimental import multihost_utils
 
 
@@ -29,13 +32,26 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Orbax logs a step it cannot read at ERROR, with its file's contents; the caller says it in
+    one line instead (a fallback warning or CheckpointError)."""
+    level = logging.get_verbosity()
+    logging.set_verbosity(logging.FATAL)
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
 class PopulationCheckpoints:
     """One CheckpointManager per bucket; the step number is the training step."""
 
     def __init__(self, directory: Path, max_to_keep: int = 2):
         self.directory = Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, enable_async_checkpointing=True)
-        self.manager = ocp.CheckpointManager(self.directory, options=options)
+        with _quiet():  # it reads every step's metadata: a damaged one is said by restore
+            self.manager = ocp.CheckpointManager(self.directory, options=options)
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -52,9 +68,12 @@ class PopulationCheckpoints:
         target = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_state)
         args = ocp.args.Composite(state=ocp.args.StandardRestore(target), cursor=ocp.args.JsonRestore())
         failed: list[tuple[int, str]] = []
-        for step in sorted(self.manager.all_steps(), reverse=True):
+        with _quiet():
+            steps = sorted(self.manager.all_steps(), reverse=True)
+        for step in steps:
             try:
-                restored = self.manager.restore(step, args=args)
+                with _quiet():
+                    restored = self.manager.restore(step, args=args)
             except Exception as e:  # noqa: BLE001 — whatever broke the step, an older one may be whole
                 failed.append((step, _reason(e)))
                 continue
@@ -68,6 +87,7 @@ class PopulationCheckpoints:
                 )
             return restored.state, restored.cursor
         if failed:
+            self.close()  # nothing left in flight on Orbax's threads when the error reaches the user
             bad = ", ".join(f"step {s} ({why})" for s, why in failed)
             raise CheckpointError(
                 f"{self.directory}: no checkpoint restores ({bad}); allowed: intact checkpoints, or "
@@ -94,12 +114,23 @@ class PopulationCheckpoints:
 
 
 def latest_cursor(directory: Path) -> dict | None:
-    """The host cursor of a bucket's newest checkpoint (no arrays read), or None."""
+    """The host cursor of a bucket's newest checkpoint whose cursor reads (no arrays read), or
+    None: a garbled cursor (a damaged disk) falls back to the step before it, with a warning."""
     if not Path(directory).is_dir():
         return None
     ckpts = PopulationCheckpoints(directory)
-    step = ckpts.latest_step()
     args = ocp.args.Composite(cursor=ocp.args.JsonRestore())
-    cursor = None if step is None else ckpts.manager.restore(step, args=args).cursor
-    ckpts.close()
-    return cursor
+    try:
+        for step in sorted(ckpts.manager.all_steps(), reverse=True):
+            try:
+                with _quiet():
+                    return ckpts.manager.restore(step, args=args).cursor
+            except Exception as e:  # noqa: BLE001 — whatever broke this step, an older one may read
+                print(
+                    f"warning: checkpoint {Path(directory).name} step {step}: cursor does not read "
+                    f"({_reason(e)}); using the step before it",
+                    flush=True,
+                )
+        return None
+    finally:
+        ckpts.close()

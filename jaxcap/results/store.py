@@ -16,11 +16,9 @@ damaged disk) is skipped with a warning on reading and moved, with its line numb
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +27,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxcap.results import lock
 from jaxcap.results.curves import Curves, write_atomic
+from jaxcap.results.lock import WorkdirError, WorkdirLocked, make_dir  # noqa: F401 (re-exported)
 from jaxcap.results.tables import members_csv
 
 
@@ -52,17 +52,20 @@ _warned: set[tuple[str, int, str]] = set()
 
 
 def read_jsonl(path: Path, torn: list[tuple[int, str]] | None = None) -> list[dict]:
-    """The rows of a JSON-lines table. A line that does not parse is skipped with a one-line
-    warning (once per process) and, when `torn` is given, collected there as (line number, text)."""
+    """The rows of a JSON-lines table. A line that does not parse (or is not UTF-8) is skipped with
+    a one-line warning (once per process) and, when `torn` is given, collected there as (line
+    number, text, undecodable bytes shown as \\xNN escapes)."""
     if not path.exists():
         return []
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
+    # bytes, split on newlines only: a line that is not UTF-8 is torn like any other damage
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        if not raw.strip():
             continue
+        line = raw.decode("utf-8", errors="backslashreplace")  # quarantined as read, never lost
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a kill in the middle of an append, or a damaged file
+            rows.append(json.loads(raw.decode("utf-8")))
+        except (json.JSONDecodeError, UnicodeDecodeError):  # a kill mid-append, or a damaged file
             if torn is not None:
                 torn.append((number, line))
             if (str(path), number, line) not in _warned:
@@ -94,29 +97,8 @@ def _differences(a: Any, b: Any, path: str = "config") -> list[str]:
     return [] if a == b else [f"{path}: {b!r} in the workdir, {a!r} now"]
 
 
-class WorkdirError(ValueError):
-    """A workdir that cannot hold this run, phrased as one line naming it."""
-
-
 class WorkdirMismatch(WorkdirError):
     """The workdir holds a run of another config."""
-
-
-class WorkdirLocked(WorkdirError):
-    """Another live process writes the workdir."""
-
-
-def _make_dir(root: Path) -> None:
-    """mkdir -p, with a one-line error naming what is in the way."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise WorkdirError(f"{root} is a file; allowed: a directory (new, or a run's workdir)") from None
-    except NotADirectoryError:
-        blocker = next(p for p in root.parents if p.exists())
-        raise WorkdirError(f"{root} is under a file ({blocker}); allowed: a path under directories") from None
-    except OSError as e:
-        raise WorkdirError(f"{root}: cannot create it ({e.strerror}); allowed: a writable location") from None
 
 
 class Store:
@@ -133,7 +115,7 @@ class Store:
         tag = f".process{k}"
         shared = Path(*[p for p in Path(workdir).parts if p != tag])  # sub-stores of a mirror
         self.root = shared if k == 0 else shared / tag
-        _make_dir(self.root)
+        make_dir(self.root)
         self.config_path = self.root / "config.json"
         self.members_path = self.root / "members.jsonl"
         self.members_csv_path = self.root / "members.csv"
@@ -144,34 +126,15 @@ class Store:
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[None]:
-        """Hold the workdir's lock: a second writer fails at once, naming this process. flock is
-        released by the kernel when the holder exits or is killed (no stale lock); each process
-        of a multi-process run locks its own root (its mirror)."""
-        path = self.root / ".lock"
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise WorkdirError(
-                f"{self.root}: cannot write ({e.strerror}); allowed: a writable directory"
-            ) from None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "a process starting up"
-                raise WorkdirLocked(
-                    f"{self.root} is being written by {holder}; allowed: one run per workdir at a time "
-                    "(wait for it, or use another --workdir)"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        """Hold the workdir's lock (jaxcap.results.lock): a second writer fails at once, naming
+        this process; each process of a multi-process run locks its own root (its mirror)."""
+        with lock.hold(self.root):
             yield
-        finally:
-            os.close(fd)
 
     # config --------------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
-        """Write config.json, or check that the workdir holds a run of this same config."""
+        """Write config.json, or check that the workdir holds a run of this same config (a run
+        that never started, only its config.json there, is replaced)."""
         config = clean(config)
         if self.config_path.exists():
             try:
@@ -182,12 +145,24 @@ class Store:
                     "(move this one away, or use another --workdir)"
                 ) from None
             diffs = _differences(config, old)
-            if diffs:
+            if diffs and self._never_started():
+                print(
+                    f"note: {self.root} held only the config of a run that never started "
+                    f"({diffs[0]}); replaced by this one",
+                    flush=True,
+                )
+            elif diffs:
                 raise WorkdirMismatch(
                     f"{self.root} holds a run of a different config ({diffs[0]}); use another --workdir"
                 )
-            return
+            else:
+                return
         write_atomic(self.config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+    def _never_started(self) -> bool:
+        """Only config.json (and the lock): a launch that failed before writing anything else, whose
+        corrected command must not be refused as "a different config"."""
+        return {p.name for p in self.root.iterdir()} <= {self.config_path.name, lock.LOCK}
 
     # members -------------------------------------------------------------------------------
     def member_rows(self) -> list[dict]:
@@ -269,7 +244,7 @@ class Store:
             self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor["n_evals"]),
         }
         for name, (held, expected) in counts.items():
-            if held != expected:
+            if held < expected:  # more: a newer step whose cursor did not read (latest_cursor)
                 print(
                     f"warning: [{bucket}] {name} holds {held} of the {expected} rows that its checkpoint "
                     f"(step {cursor['step']}) recorded",

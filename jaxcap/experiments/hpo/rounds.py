@@ -21,26 +21,33 @@ import datetime
 from typing import Any
 
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
+
+from jaxcap.experiments.hpo import claims
 
 Trials = list[tuple[int, FrozenTrial]]  # (level, trial)
 
 
 def claim(study: optuna.Study, n: int, owner: str, round_id: str) -> list[FrozenTrial]:
-    """Up to n waiting trials of `study`, now RUNNING and tagged as this worker's round."""
-    storage, trials = study._storage, []
+    """Up to n waiting trials of `study`, now RUNNING and tagged as this worker's round, each in
+    one atomic claim (jaxcap/experiments/hpo/claims.py)."""
+    trials = []
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
         if len(trials) >= n:
             break
-        try:  # Study.ask's own claim (_pop_waiting_trial_id); False: another worker was first
-            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
-                continue
-        except UpdateFinishedTrialError:
-            continue
-        _tag(study, frozen, owner, round_id)
-        trials.append(storage.get_trial(frozen._trial_id))
+        if claims.claim(study, frozen._trial_id, owner, round_id):
+            trials.append(study._storage.get_trial(frozen._trial_id))
     return trials
+
+
+def release_stale(studies: list[optuna.Study], owner: str, grace_s: float) -> int:
+    """Give back to the queue the RUNNING trials of workers silent for grace_s (dead)."""
+    released = 0
+    for study in studies:
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if claims.stale(trial, owner, grace_s) and claims.release(study, trial):
+                released += 1
+    return released
 
 
 def _tag(study: optuna.Study, trial: FrozenTrial, owner: str, round_id: str) -> None:
@@ -65,19 +72,25 @@ def _orphan(trial: FrozenTrial, owner: str, private: bool) -> bool:
     return "worker" in attrs or private or old
 
 
-def next_round(studies: list[optuna.Study], owner: str) -> str:
-    """The number of this worker's next round: how many rounds it has claimed so far."""
+def next_round(studies: list[optuna.Study], owner: str, used: set[str] = frozenset()) -> str:
+    """The number of this worker's next round: how many rounds it has claimed so far, past any
+    round its workdir already used (a round whose trials were all released keeps its buckets'
+    names from being reused)."""
     rounds = {
         t.user_attrs.get("round")
         for s in studies
         for t in s.get_trials(deepcopy=False)
         if t.user_attrs.get("worker") == owner
     }
-    return str(len(rounds - {None}))
+    n = len(rounds - {None})
+    released = {t.user_attrs.get(f"released:{owner}") for s in studies for t in s.get_trials(deepcopy=False)}
+    while str(n) in used or str(n) in rounds or str(n) in released:  # never a round id twice
+        n += 1
+    return str(n)
 
 
 def leftover_round(
-    studies: list[optuna.Study], owner: str, private: bool = False
+    studies: list[optuna.Study], owner: str, private: bool = False, used: set[str] = frozenset()
 ) -> tuple[str, Trials] | None:
     """A round this worker left unfinished (a RUNNING trial of its own), with all its trials;
     orphaned claims (see `_orphan`) join it."""
@@ -90,7 +103,7 @@ def leftover_round(
     orphans = [(s, t) for s, t in running if _orphan(t, owner, private)]
     if not mine and not orphans:
         return None
-    round_id = mine[0] if mine else next_round(studies, owner)
+    round_id = mine[0] if mine else next_round(studies, owner, used)
     for study, trial in orphans:
         _tag(study, trial, owner, round_id)
     return round_id, _members(studies, owner, round_id)
@@ -105,15 +118,39 @@ def _members(studies: list[optuna.Study], owner: str, round_id: str) -> Trials:
     ]
 
 
+def held_by_others(studies: list[optuna.Study], owner: str) -> list[FrozenTrial]:
+    """The RUNNING trials of other workers (alive, or silent until their grace period ends)."""
+    return [
+        t
+        for s in studies
+        for t in s.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        if t.user_attrs.get("worker") != owner
+    ]
+
+
+def used_rounds(trained: set[str]) -> set[str]:
+    """The rounds named by bucket names `r<round>g<j>` in a workdir."""
+    return {name[1:].split("g")[0] for name in trained if name.startswith("r") and "g" in name}
+
+
 def next_trials(
-    studies: list[optuna.Study], owner: str, batch: int, private: bool, trained: set[str]
+    studies: list[optuna.Study],
+    owner: str,
+    batch: int,
+    private: bool,
+    trained: set[str],
+    grace_s: float | None = None,
 ) -> tuple[str, Trials, bool]:
     """(round, its trials, whether it was left by a killed run). A round that trained nothing yet
     (no bucket `r<round>g*` in `trained`) is filled up to `batch` trials per level, so a kill
-    in the middle of claiming resumes to the round an uninterrupted run claims."""
-    left = leftover_round(studies, owner, private)
-    round_id, trials = left if left is not None else (next_round(studies, owner), [])
+    in the middle of claiming resumes to the round an uninterrupted run claims. Trials of dead
+    workers (silent for grace_s) go back to the queue first."""
+    used = used_rounds(trained)
+    left = leftover_round(studies, owner, private, used)
+    round_id, trials = left if left is not None else (next_round(studies, owner, used), [])
     if not any(name.startswith(f"r{round_id}g") for name in trained):
+        if grace_s is not None and not private:
+            release_stale(studies, owner, grace_s)
         for level, study in enumerate(studies):
             have = sum(lv == level for lv, _ in trials)
             trials += [(level, t) for t in claim(study, batch - have, owner, round_id)]

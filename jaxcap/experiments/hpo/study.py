@@ -27,16 +27,18 @@ import optuna
 from sqlalchemy.exc import SQLAlchemyError
 
 from jaxcap.config.fields import ConfigError
-from jaxcap.config.search_space import baseline_params, parse_space
+from jaxcap.config.search_space import baseline_params, parse_space, storage_file
 
 
 def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
     """'' -> sqlite study.db in the workdir; 'journal' -> study.log there; an RDB URL; a path
-    ending in .db (SQLite) or .log (journal file, the simplest choice for several workers)."""
+    ending in .db (SQLite) or .log (journal file, the simplest choice for several workers). The
+    folder of a file (a path, a sqlite URL) is created."""
     if spec in ("", "journal"):
         spec = str(Path(root).resolve() / ("study.log" if spec == "journal" else "study.db"))
-    if "://" not in spec:
-        Path(spec).parent.mkdir(parents=True, exist_ok=True)
+    file = storage_file(spec)  # checked writable by validate (search_space.check_storage_location)
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
     if spec.endswith(".log") and "://" not in spec:
         return optuna.storages.JournalStorage(
             optuna.storages.journal.JournalFileBackend(str(Path(spec).resolve()))
@@ -161,6 +163,15 @@ def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -
         ) from None
 
 
+def _queue(study: optuna.Study, n: int, every: int = 500) -> None:
+    """Enqueue n trials (milliseconds each), saying how far it got when that takes a while."""
+    start = time.monotonic()
+    for i in range(1, n + 1):
+        study.enqueue_trial({})
+        if i % every == 0 and i < n and time.monotonic() - start > 2.0:
+            print(f"study {study.study_name}: queued {i} of {n} trials", flush=True)
+
+
 def _open_study(
     config: Any, storage, i: int, name: str, higher_is_better: bool, select_metric: str
 ) -> optuna.Study:
@@ -182,8 +193,7 @@ def _open_study(
             study.enqueue_trial(
                 baseline_params(config, parse_space(config.search)), user_attrs={"baseline": True}
             )
-        for _ in range(n - int(config.study.baseline)):
-            study.enqueue_trial({})
+        _queue(study, n - int(config.study.baseline))
         study.set_user_attr("budget", n)  # after the queue: a worker that sees it sees the whole budget
         return study
     budget = study.user_attrs.get("budget")  # None: a creator still queueing (or an older study)
@@ -193,8 +203,7 @@ def _open_study(
             f"allowed: {budget} or more (a budget grows, never shrinks)"
         )
     if budget is not None and n > budget:
-        for _ in range(n - budget):
-            study.enqueue_trial({})
+        _queue(study, n - budget)
         study.set_user_attr("budget", n)
         print(f"study {name}: budget extended from {budget} to {n} trials", flush=True)
     return study

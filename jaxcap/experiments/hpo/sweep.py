@@ -16,6 +16,7 @@ are told the mean over seeds, with the spread as user attributes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -26,6 +27,7 @@ from typing import Any
 import ml_collections
 import numpy as np
 import optuna
+from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from jaxcap import tasks
@@ -33,7 +35,7 @@ from jaxcap.config.plan import Bucket, model_config, train_settings
 from jaxcap.config.search_space import parse_space, suggest
 from jaxcap.core.population import Member
 from jaxcap.core.runtime import numerics
-from jaxcap.experiments.hpo import rounds
+from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
@@ -110,11 +112,15 @@ def make_on_eval(slots: list[Slot], spec, study_cfg, final_step: int):
                 v is None or host["diverged"][i] for v, i in zip(per_seed, idx)
             ):
                 continue  # Optuna prunes single-objective trials only; diverged trials FAIL at the end
-            if step not in slot.reported:
-                slot.trial.report(float(np.mean([v[0] for v in per_seed])), step)
-                slot.reported.add(step)
-            if step < final_step and slot.trial.should_prune():
-                slot.study.tell(slot.trial, state=TrialState.PRUNED)
+            try:
+                if step not in slot.reported:
+                    slot.trial.report(float(np.mean([v[0] for v in per_seed])), step)
+                    slot.reported.add(step)
+                if step < final_step and slot.trial.should_prune():
+                    slot.study.tell(slot.trial, state=TrialState.PRUNED)
+                    slot.trial = None
+                    frozen[idx] = True
+            except UpdateFinishedTrialError:  # released and told by another worker meanwhile
                 slot.trial = None
                 frozen[idx] = True
         return frozen
@@ -135,18 +141,20 @@ def tell(slots: list[Slot], rows: list[dict], spec, study_cfg) -> dict[str, int]
             continue
         members = [rows[i] for i in slot.members]
         per_seed = [study_lib.member_values(r["final"], spec, study_cfg) for r in members]
-        if any(r["status"] == "diverged" for r in members) or any(v is None for v in per_seed):
-            slot.trial.set_user_attr(
-                "diverged_seeds", [r["seed"] for r in members if r["status"] == "diverged"]
-            )
-            slot.study.tell(slot.trial, state=TrialState.FAIL)
-            counts["fail"] += 1
-        else:
-            values, attrs = study_lib.aggregate(per_seed, [r["final"] for r in members], spec)
-            for key, value in attrs.items():
-                slot.trial.set_user_attr(key, value)
-            slot.study.tell(slot.trial, values)
-            counts["complete"] += 1
+        try:
+            if any(r["status"] == "diverged" for r in members) or any(v is None for v in per_seed):
+                diverged = [r["seed"] for r in members if r["status"] == "diverged"]
+                slot.trial.set_user_attr("diverged_seeds", diverged)
+                slot.study.tell(slot.trial, state=TrialState.FAIL)
+                counts["fail"] += 1
+            else:
+                values, attrs = study_lib.aggregate(per_seed, [r["final"] for r in members], spec)
+                for key, value in attrs.items():
+                    slot.trial.set_user_attr(key, value)
+                slot.study.tell(slot.trial, values)
+                counts["complete"] += 1
+        except UpdateFinishedTrialError:  # released and told by another worker in the meantime
+            pass
         slot.trial = None
     return counts
 
@@ -169,8 +177,9 @@ def plan_round(config, studies, round_id: str, trials, levels: list[dict]) -> li
     ]
 
 
-def run_round(config, store: Store, studies, round_id: str, trials, levels: list[dict]) -> None:
-    """Train the trials of one round (grouped into buckets by shape) and tell their results."""
+def run_round(config, store: Store, studies, round_id: str, trials, levels: list[dict], owner: str) -> None:
+    """Train the trials of one round (grouped into buckets by shape) and tell the results of
+    those this worker still holds (a trial released meanwhile is another worker's now)."""
     for bucket, group in plan_round(config, studies, round_id, trials, levels):
         spec, names = bucket.task.spec, {slot.study.study_name for slot in group}
         print(
@@ -192,6 +201,14 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
             for i in slot.members:
                 rows[i]["study"] = slot.study.study_name
         store.add_member_rows(rows)
+        lost = [s for s in group if not s.finished and not claims.holds(s.study, s.trial._trial_id, owner)]
+        for slot in lost:  # its rows leave members.jsonl at the next round (holdings.forget_lost)
+            print(
+                f"[round {round_id}] {slot.study.study_name} trial {slot.number}: released to another "
+                "worker (this one was silent past the grace period); not told",
+                flush=True,
+            )
+            slot.trial = None
         counts = tell(group, rows, spec, config.study)
         pruned = sum(r["status"] == "pruned" for r in rows) // config.sweep.seeds
         print(
@@ -203,31 +220,59 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
 
 
 def run_sweep(config, store: Store) -> list[optuna.Study]:
-    """Claim and train rounds until no study of this config has a waiting trial left."""
+    """Claim and train rounds until every trial of this config's studies is finished: a worker
+    whose queue is empty waits for the trials other workers hold, and takes over those of a
+    worker silent past `config.runtime.worker_grace_minutes` (jaxcap/experiments/hpo/claims.py)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     owner = str(store.root.resolve())
     private = config.study.storage in ("", "journal")  # in the workdir: no other worker sees it
+    grace_s = None if private else 60.0 * config.runtime.worker_grace_minutes
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     spec = task.spec
     levels = study_lib.levels(config) or [{}]
     studies = study_lib.open_studies(config, store.root, spec.family, spec.higher_is_better)
-    n_rounds = 0
+    n_rounds, waiting = 0, False
     while True:
         trained = store.finished_buckets() | (
             {p.name for p in store.ckpt_path.iterdir()} if store.ckpt_path.is_dir() else set()
         )
         round_id, trials, resumed = rounds.next_trials(
-            studies, owner, config.study.batch_trials, private, trained
+            studies, owner, config.study.batch_trials, private, trained, grace_s
         )
+        if resumed and holdings.lost_trials(studies, owner, round_id):
+            n = holdings.give_back(studies, owner, round_id)
+            print(
+                f"[round {round_id}] another worker took over some of its trials: its checkpoints no "
+                f"longer fit, {n} trial(s) it still held go back to the queue",
+                flush=True,
+            )
+            holdings.forget_lost(store, studies, owner, None)
+            continue
+        if not private:
+            holdings.forget_lost(store, studies, owner, round_id)
         if resumed:
             print(f"[round {round_id}] resuming {len(trials)} trials left by a killed run", flush=True)
         if not trials:
+            others = [] if private else rounds.held_by_others(studies, owner)
+            if others:
+                if not waiting:
+                    print(
+                        f"waiting for {len(others)} trial(s) other workers hold (taken over if they "
+                        f"stay silent {config.runtime.worker_grace_minutes:g} min)",
+                        flush=True,
+                    )
+                waiting = True
+                time.sleep(min(30.0, grace_s / 4))
+                continue
             if not n_rounds:
                 print("finished: no study of this config has a trial left to run", flush=True)
             break
-        n_rounds += 1
+        n_rounds, waiting = n_rounds + 1, False
         start = time.time()
-        run_round(config, store, studies, round_id, trials, levels)
+        held = [(studies[level], t._trial_id) for level, t in trials if not t.state.is_finished()]
+        beat = contextlib.nullcontext() if private else claims.Heartbeat(held, min(60.0, grace_s / 4))
+        with beat:
+            run_round(config, store, studies, round_id, trials, levels, owner)
         print(f"[round {round_id}] {time.time() - start:.0f} s", flush=True)
     return studies
 

@@ -1,0 +1,152 @@
+"""Which worker holds a trial: an atomic claim that records its holder, heartbeats, and release.
+
+A trial belongs to exactly one worker. Claiming a waiting trial is one transition WAITING ->
+RUNNING that only one worker can win, and the claim records its holder (the worker's workdir)
+and round as trial user attributes:
+
+- on an RDB storage (SQLite, PostgreSQL) one transaction runs `UPDATE trials SET state=RUNNING
+  WHERE trial_id=? AND state=WAITING` and writes the two tags, so a claim is whole or absent.
+  Optuna's own `set_trial_state_values` reads the state first and writes it after, which two
+  SQLite workers both pass (SQLite has no SELECT ... FOR UPDATE): they trained one trial twice;
+- on a journal file the log's order decides (Optuna's replay rejects a second RUNNING), and the
+  tags follow the claim in two more lines (a claim whose tags never came is adopted by
+  jaxcap/experiments/hpo/rounds.py).
+
+While a worker trains a round, a thread writes each held trial's `heartbeat` (Unix time) every
+`heartbeat_s`. A RUNNING trial whose newest heartbeat (or claim) is older than the grace period
+(`config.runtime.worker_grace_minutes`) belongs to a dead worker: another worker releases it
+(RUNNING -> WAITING, holder cleared; on an RDB storage only if it was not claimed again since)
+and claims it like any waiting trial. Optuna's heartbeat instead fails such a trial and enqueues
+a copy under a new number; a release keeps its number, its drawn parameters and its seeds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.storages import RDBStorage
+from optuna.trial import FrozenTrial, TrialState
+
+RELEASED = ""  # the holder of a trial given back to the queue
+
+
+def _rdb(study: optuna.Study) -> RDBStorage | None:
+    backend = getattr(study._storage, "_backend", study._storage)  # Optuna wraps RDB in a cache
+    return backend if isinstance(backend, RDBStorage) else None
+
+
+@contextmanager
+def _transaction(rdb: RDBStorage) -> Iterator:
+    from optuna.storages._rdb.storage import _create_scoped_session
+
+    with _create_scoped_session(rdb.scoped_session) as session:
+        yield session
+
+
+def _utc(local: datetime.datetime | None) -> datetime.datetime | None:
+    """A naive local time as Optuna's RDB column holds it: naive UTC."""
+    return None if local is None else local.astimezone(datetime.UTC).replace(tzinfo=None)
+
+
+def _conditional_update(rdb: RDBStorage, trial_id: int, old: dict, new: dict, tags: dict) -> bool:
+    """One transaction: set `new` columns where the trial's columns equal `old`, then `tags`
+    (column names as in Optuna's TrialModel: a start time is `_datetime_start_utc`)."""
+    from optuna.storages._rdb import models
+
+    trial = models.TrialModel
+    with _transaction(rdb) as session:
+        query = session.query(trial).filter(trial.trial_id == trial_id)
+        for column, value in old.items():
+            query = query.filter(getattr(trial, column) == value)
+        if query.update({getattr(trial, c): v for c, v in new.items()}, synchronize_session=False) != 1:
+            return False
+        for key, value in tags.items():
+            rdb._set_trial_attr_without_commit(session, models.TrialUserAttributeModel, trial_id, key, value)
+    return True
+
+
+def claim(study: optuna.Study, trial_id: int, owner: str, round_id: str) -> bool:
+    """Make a waiting trial this worker's (RUNNING, tagged); False when another worker was first."""
+    tags = {"worker": owner, "round": round_id, "heartbeat": time.time()}
+    rdb = _rdb(study)
+    if rdb is not None:
+        new = {"state": TrialState.RUNNING, "_datetime_start_utc": _utc(datetime.datetime.now())}
+        return _conditional_update(rdb, trial_id, {"state": TrialState.WAITING}, new, tags)
+    try:  # Study.ask's own claim (_pop_waiting_trial_id): the journal's order decides
+        if not study._storage.set_trial_state_values(trial_id, state=TrialState.RUNNING):
+            return False
+    except UpdateFinishedTrialError:
+        return False
+    for key, value in tags.items():
+        study._storage.set_trial_user_attr(trial_id, key, value)
+    return True
+
+
+def release(study: optuna.Study, trial: FrozenTrial) -> bool:
+    """Give a RUNNING trial back to the queue (holder cleared); False if it changed meanwhile."""
+    # `released:<holder>` names the holder's round: its rerun learns that the round lost a trial
+    holder = trial.user_attrs.get("worker")
+    tags = {"worker": RELEASED, "round": RELEASED, f"released:{holder}": trial.user_attrs.get("round")}
+    rdb = _rdb(study)
+    if rdb is not None:  # only the claim we saw: not one another worker made since
+        old = {"state": TrialState.RUNNING, "_datetime_start_utc": _utc(trial.datetime_start)}
+        return _conditional_update(rdb, trial._trial_id, old, {"state": TrialState.WAITING}, tags)
+    try:
+        study._storage.set_trial_state_values(trial._trial_id, state=TrialState.WAITING)
+        for key, value in tags.items():
+            study._storage.set_trial_user_attr(trial._trial_id, key, value)
+    except UpdateFinishedTrialError:
+        return False
+    return True
+
+
+def last_sign_of_life(trial: FrozenTrial) -> float:
+    """Unix time of a RUNNING trial's newest heartbeat, or of its claim."""
+    start = trial.datetime_start.timestamp() if trial.datetime_start else 0.0
+    return max(float(trial.user_attrs.get("heartbeat") or 0.0), start)
+
+
+def stale(trial: FrozenTrial, owner: str, grace_s: float) -> bool:
+    """A RUNNING trial another worker holds (or claimed and died before tagging) and has not
+    beaten for grace_s."""
+    if trial.state != TrialState.RUNNING or trial.user_attrs.get("worker") in (owner, RELEASED):
+        return False
+    return time.time() - last_sign_of_life(trial) > grace_s
+
+
+def holds(study: optuna.Study, trial_id: int, owner: str) -> bool:
+    """Whether this worker still holds the trial (RUNNING and tagged as its own)."""
+    trial = study._storage.get_trial(trial_id)
+    return trial.state == TrialState.RUNNING and trial.user_attrs.get("worker") == owner
+
+
+class Heartbeat:
+    """A thread writing `heartbeat` on every trial in `held` (study, trial id) every `every_s`."""
+
+    def __init__(self, held: list[tuple[optuna.Study, int]], every_s: float):
+        self.held, self.every_s, self._stop = list(held), every_s, threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jaxcap-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            for study, trial_id in list(self.held):
+                try:
+                    study._storage.set_trial_user_attr(trial_id, "heartbeat", time.time())
+                except UpdateFinishedTrialError:  # told or pruned meanwhile
+                    self.held.remove((study, trial_id))
+                except Exception:  # noqa: BLE001 — a storage hiccup: the next beat tries again
+                    pass
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
