@@ -27,8 +27,17 @@ ALLEN_ZHU_EXPOSURES = {100: 1.0, 1000: 2.0}  # exposures -> bits per parameter, 
 
 
 def name(a: dict) -> str:
-    """A short architecture name: layers, d_model, heads x d_head, d_ff and N."""
-    return f"{a['n_layers']}L d{a['d_model']} {a['n_heads']}x{a['d_head']} ff{a['d_ff']} N{a['seq_len']}"
+    """A short architecture name: layers, d_model, heads x d_head, d_ff and N, then the numerics
+    where they are not float32 (the `:precision` variants differ only there)."""
+    model = a.get("model", {})
+    numerics = [
+        f"{model[k]} {k.split('_')[0]}"
+        for k in ("param_dtype", "compute_dtype")
+        if model.get(k, "float32") != "float32"
+    ] + ([f"int{model['qat_bits']} QAT"] if model.get("qat_bits") else [])
+    return f"{a['n_layers']}L d{a['d_model']} {a['n_heads']}x{a['d_head']} ff{a['d_ff']} N{a['seq_len']}" + (
+        f" ({', '.join(numerics)})" if numerics else ""
+    )
 
 
 def _save(fig, path: Path) -> Path:
