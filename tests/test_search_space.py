@@ -90,7 +90,7 @@ def test_bad_search_entries_are_one_line_errors(change, message):
         ("objective", "multi", r"config.study.pruner: got 'median'; Optuna cannot prune multi-objective"),
         ("sampler", "cmaes", r"config.study.sampler: got 'cmaes'; allowed: tpe, gp, random, qmc, nsga2"),
         ("storage", "mystudy", r"config.study.storage: got 'mystudy'; allowed: ''"),
-        ("n_trials", 0, r"config.study.n_trials: got 0; allowed: >= 1"),
+        ("n_trials", 0, r"config.study.n_trials: got 0; allowed: in \[1, 10000\]"),
     ],
 )
 def test_bad_study_fields_are_one_line_errors(field, value, message):
