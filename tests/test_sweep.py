@@ -267,6 +267,9 @@ def test_kill_and_resume_finishes_the_budget_with_no_lost_or_duplicated_trials(t
     assert len(best) == 3 * 2 and set(best[0]) == set(Store(tmp_path).member_rows()[0])
     for name in ("hpo.md", "hpo_history.png", "hpo_importance.png", "hpo_best_vs_difficulty.png"):
         assert (tmp_path / "report" / name).exists()
+    assert "members.jsonl (+" in out  # the resumed run trained the rest
+    again = _finish(_launch("--workdir", str(tmp_path)))  # finished: nothing trained, and it says so
+    assert "reused members.jsonl (trained before)" in again
 
 
 def _phases_config():

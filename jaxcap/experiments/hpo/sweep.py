@@ -291,16 +291,17 @@ def hpo_experiment(config, store: Store) -> list[dict]:
     """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report."""
     from jaxcap.experiments.hpo import report as hpo_report
 
-    start = time.time()
+    start, before = time.time(), len(store.member_rows())
     run_sweep(config, store)
     levels, _ = hpo_report.summarize(store)
     write_best_trials(store, levels)
     written = hpo_report.hpo_report(store)
     print(hpo_report.format_table(levels), flush=True)
+    added = len(store.member_rows()) - before  # a finished rerun trains nothing: say so
+    rows = f"members.jsonl (+{added} rows)" if added else "reused members.jsonl (trained before)"
     print(
-        f"wrote best_trials.jsonl, members.jsonl, "
-        f"{', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root} "
-        f"({time.time() - start:.0f} s)",
+        f"wrote best_trials.jsonl, {', '.join(str(p.relative_to(store.root)) for p in written)} in "
+        f"{store.root}; {rows} ({time.time() - start:.0f} s)",
         flush=True,
     )
     return levels
