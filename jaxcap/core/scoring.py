@@ -32,7 +32,9 @@ def score_split(
 
     def body(total, batch: Split):
         sums = objective.sums(predict(batch.inputs), batch.targets, batch.weights, mask, batch.optimum)
-        return jax.tree.map(jnp.add, total, sums), None
+        # cast to the carry: a float64 model (or float64 baseline tables under x64) still sums into
+        # the float32 totals the scan started with
+        return jax.tree.map(lambda t, s: t + s.astype(t.dtype), total, sums), None
 
     zeros = objective.zeros(n_outputs, split.optimum is not None)
     total, _ = jax.lax.scan(body, zeros, batches)
