@@ -6,9 +6,8 @@ and seed range) with the flatness verdict, the C_mem table at the last budget (b
 utilizations), the fits across architectures (bits per parameter, power law, Härmä et al.'s
 empirical capacity model, held-out MAPE), how the numbers compare with the published
 protocols, and each architecture's curve over dataset sizes; report/capacity.json has the
-numbers; the figures are in jaxcap/experiments/capacity/plots.py. Definitions:
-jaxcap/experiments/capacity/sizes.py and
-jaxcap/experiments/capacity/curve.py.
+numbers; the figures are in jaxcap/experiments/capacity/plots.py and trend.py (the size trend,
+from 3 sizes on). Definitions: jaxcap/experiments/capacity/sizes.py and curve.py.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import fit as capacity_fit
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.experiments.capacity import trend as capacity_trend
 from jaxcap.experiments.capacity.compare import multiplier_lines
 from jaxcap.experiments.capacity.plots import (
     LITERATURE,
@@ -236,6 +236,7 @@ def format_text(store: Store) -> str:
             f"- Härmä et al. ECM ({ecm}): MAPE in sample {fits['ecm_mape_in_sample']:.1f}%, held out "
             f"{_f(fits.get('ecm_mape_held_out'), '.1f')}% ({fits['n_archs']} architectures for 7 parameters)"
         )
+    lines += ["", *capacity_trend.trend_lines(archs, capacity_trend.size_trend(archs))]
     lines += ["", bound_statement(archs), "", *multiplier_lines(archs, name)]
     for a in archs:
         lines += [
@@ -288,6 +289,8 @@ def write_report(store: Store) -> list[Path]:
         plot_curves(archs, out / "capacity_curve.png"),
         plot_bits_per_param(archs, fits, out / "bits_per_param.png"),
     ]
+    if trend := capacity_trend.size_trend(archs):
+        figures.append(capacity_trend.plot_size_trend(archs, trend, out / "size_trend.png"))
     text = f"# capacity: {store.root.name}\n\n{format_text(store)}\n\n"
     text += "".join(f"![{f.stem}]({f.name})\n" for f in figures)
     write_atomic(out / "report.md", text)
