@@ -132,6 +132,7 @@ def get_config(arg=None):
         workdirs=(),  # finished workdirs (population or Optuna) whose rows join the table
         search="grid",
         reference="random_labels",
+        capacity_workdir="",  # a capacity run of the same architecture: C in bits at saturation
         nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.95, seed=0),
         validation=dict(folds=4, seeds=(1, 2, 3), designs=DESIGNS, development=False),
         design=dict(DESIGN),

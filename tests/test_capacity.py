@@ -299,6 +299,14 @@ def test_capacity_smoke_end_to_end_then_report_and_resume(smoke):
     assert saturated_capacity(workdir, 1, exposures=50)["exposures"] == 50
     with pytest.raises(ValueError, match=r"arch: got \{'d_model': 32\}, which matches 0 architectures"):
         saturated_capacity(workdir, {"d_model": 32})
+    # the meta-model's anchor finds it from a calibrate architecture (other task sizes, positions)
+    from types import SimpleNamespace
+
+    from jaxcap.experiments.calibrate.anchor import find
+
+    calibrate_arch = {**lower["model"], "vocab_size": 99, "pos_encoding": "sinusoidal"}
+    arch, cap = find(SimpleNamespace(archs=[calibrate_arch]), str(workdir))
+    assert arch == 0 and cap["bits"] == lower["bits"] and len(cap["seeds"]) == 2
     again = launch(workdir)
     assert again.returncode == 0 and "members x" not in again.stdout  # nothing retrained
     assert (workdir / "capacity.jsonl").read_text().count("\n") == len(rows)

@@ -122,7 +122,7 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     names = [arch_words(a["label"]).replace(": ", "\n").replace(", ", "\n") for a in tables["archs"]]
     ax.set_xticks(range(1, c.shape[1] + 1), names, fontsize=6)
     ref = posterior.meta["families"][posterior.meta["reference"]]
-    ax.set_ylabel(f"C (bits of {ref})")
+    ax.set_ylabel("C (bits stored at saturation)" if posterior.meta.get("anchor") else f"C (bits of {ref})")
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.01), frameon=False)  # never over a budget
     return _save(fig, path)
 

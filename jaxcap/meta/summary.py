@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxcap.meta.anchor import anchor_line
 from jaxcap.meta.fit import Posterior, summarize
 from jaxcap.meta.model import boundary_bits
 from jaxcap.meta.scorecard import BASELINES, losses, num, scorecard
@@ -62,7 +63,8 @@ def headline(posterior: Posterior, valid: dict) -> str:
     """The answer in a few lines (printed at the end of a calibrate run)."""
     t, meta = posterior_tables(posterior), posterior.meta
     ref = meta["families"][meta["reference"]]
-    lines = [f"effective capacity C (bits of {ref}, θ_{ref} = 1; median [90% interval]):"]
+    unit = f"bits stored at saturation, θ_{ref} from the fit" if meta.get("anchor") else f"bits of {ref}, θ_{ref} = 1"
+    lines = [f"effective capacity C ({unit}; median [90% interval]):"]
     lines += [f"  {a['label']}: C = {_ci(a['C'])}" for a in t["archs"]]
     lines += [
         f"  boundary b* {b['family']} ({b['arch'].split(':')[0]}): {_ci(b['bits'])} bits"
@@ -116,7 +118,9 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
         f"{len(meta['families'])} families "
         f"({', '.join(meta['families'])}), {len(meta['levels'])} levels. Model: logit P(success) = "
         "κ_f (log C_a − log θ_f − δ_level − log bits) (jaxcap/meta/model.py).",
-        f"Scale: θ_{ref} = 1, so C is in bits of `{ref}`"
+        f"Scale: {anchor_line(meta['anchor'])}."
+        if meta.get("anchor")
+        else f"Scale: θ_{ref} = 1, so C is in bits of `{ref}`"
         + (
             " (memorization-equivalent bits)."
             if ref.startswith("random")
@@ -150,7 +154,7 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
     ]
     covariates = {lv["family"]: lv.get("covariate", "complexity_bits") for lv in meta["levels"]}
     for f, fam in enumerate(t["families"]):
-        theta = "1 (reference)" if fam["reference"] else _ci(fam["theta"])
+        theta = "1 (reference)" if fam["reference"] and not meta.get("anchor") else _ci(fam["theta"])
         lines.append(
             f"| {fam['name']} | {covariates.get(f)} | {theta} | {_ci(fam['kappa'])} | "
             f"{_ci(fam['sigma_level'])} |"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import ml_collections
 
@@ -111,12 +112,27 @@ class Families:
             raise ConfigError(f"{path}: got {value!r}; allowed: a section name -> dict(task=..., levels=...)")
 
 
+@dataclasses.dataclass(frozen=True)
+class CapacityWorkdir:
+    """Checker of config.calibrate.capacity_workdir: "" or a capacity run's workdir."""
+
+    def __call__(self, path: str, value) -> None:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: got {value!r}; allowed: '' or a capacity run's workdir")
+        if value and not (Path(value) / "capacity.jsonl").is_file():
+            raise ConfigError(
+                f"{path}: got {value!r}, which holds no capacity.jsonl; allowed: '' or the workdir "
+                "of a finished `python -m jaxcap.launch --config configs/capacity.py...` run"
+            )
+
+
 SCHEMA = {
     "families": Families(),
     "architectures": TupleOf(Str()),
     "workdirs": TupleOf(Str()),
     "search": Choice(tuple(SEARCHES)),
     "reference": Str(),
+    "capacity_workdir": CapacityWorkdir(),
     "nuts": {
         "warmup": Int(1),
         "samples": Int(1),

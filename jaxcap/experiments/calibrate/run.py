@@ -26,6 +26,7 @@ from pathlib import Path
 
 import ml_collections
 
+from jaxcap.experiments.calibrate import anchor as calibrate_anchor
 from jaxcap.experiments.calibrate.config import SCHEMA, SEARCHES, candidate_bits, family_configs  # noqa: F401
 from jaxcap.experiments.population import identity
 from jaxcap.meta import cells as meta_cells
@@ -128,11 +129,14 @@ def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dic
             )
 
     nuts = meta_fit.NutsSettings(**cal.nuts.to_dict())
-    stamp = _stamp(table, nuts, cal.reference)
+    found = calibrate_anchor.find(table, cal.capacity_workdir) if cal.capacity_workdir else None
+    stamp = _as_saved({**_stamp(table, nuts, cal.reference), **calibrate_anchor.stamp(found)})
     posterior_path = store.root / "posterior.nc"
     old = meta_fit.read_meta(posterior_path) if posterior_path.exists() else {}
     if old.get("stamp") != stamp:
         posterior, by_chain = meta_fit.fit(table, nuts, cal.reference)
+        if found is not None:  # C in bits stored at saturation (jaxcap/meta/anchor.py)
+            calibrate_anchor.anchor(posterior, by_chain, found, nuts.seed)
         posterior.meta["stamp"] = stamp
         meta_fit.save_posterior(posterior_path, posterior, by_chain)
     posterior = meta_fit.load_posterior(posterior_path)

@@ -6,8 +6,7 @@ and seed range) with the flatness verdict, the C_mem table at the last budget (b
 utilizations), the fits across architectures (bits per parameter, power law, Härmä et al.'s
 empirical capacity model, held-out MAPE), how the numbers compare with the published
 protocols, and each architecture's curve over dataset sizes; report/capacity.json has the
-numbers; the figures are in jaxcap/experiments/capacity/plots.py and trend.py (the size trend,
-from 3 sizes on). Definitions: jaxcap/experiments/capacity/sizes.py and curve.py.
+numbers; figures: plots.py and trend.py (from 3 sizes on). Definitions: sizes.py and curve.py.
 """
 
 from __future__ import annotations
@@ -86,6 +85,8 @@ def saturated_capacity(workdir: str | Path, arch: int | str | dict, exposures: f
         "bits": a["c_mem"],
         "min": a["c_min"],
         "max": a["c_max"],
+        "seeds": a["c_mem_seeds"],
+        "workdir": str(workdir),
         "saturated": a["is_capacity"],
         "flat": a["flat"]["flat"],
         "plateau": a["plateau"],
