@@ -58,7 +58,8 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
         label = f"{name(a)} ({a['n_params']:,} params; {verdict}{gain})"
         annealed = [p for p in a.get("annealed_curve", []) if p["median"] is not None]
         for ax, scale in ((left, 1.0), (right, 1.0 / a["n_params"])):
-            ax.plot(x, [p["median"] * scale for p in points], "o-", color=f"C{i % 10}", ms=3, label=label)
+            ax.plot(x, [p["median"] * scale for p in points], "o-", color=f"C{i % 10}", ms=3,
+                    label=label if ax is right else None)
             low, high = [p["min"] * scale for p in points], [p["max"] * scale for p in points]
             ax.fill_between(x, low, high, color=f"C{i % 10}", alpha=0.2, lw=0)
             if annealed:  # each budget its own run, decayed to 0 there: the verdict's curve
@@ -74,7 +75,6 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
                     ms=5,
                     mfc="white",
                     capsize=2,
-                    label=f"{name(a)}: annealed budgets" if ax is left else None,
                 )
     right.plot(
         list(ALLEN_ZHU_EXPOSURES),
@@ -94,10 +94,14 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
     left.set_title("circles: constant rate (one run); diamonds: annealed (a run per budget)", fontsize=8)
     right.set_ylabel("bits per parameter")
     right.set_ylim(0, 4.0)
-    left.legend(fontsize=6, loc="lower right")
-    right.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, 0.86))  # under the 3.6 line
     fig.suptitle("memorization vs exposures (random data: every bit stored was memorized)", fontsize=9)
-    return _save(fig, path)
+    fig.tight_layout()
+    # one legend under both panels: inside, five or more architectures hid the curves
+    handles, labels = right.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def plot_curves(archs: list[dict], path: Path) -> Path:
