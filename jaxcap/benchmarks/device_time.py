@@ -14,9 +14,9 @@ programs compiled); a run's seconds are
 with the matmul bytes counted by `cost.matmul_traffic` in the lowered step (no compile), and
 PROCESS_S per process. The constants come from the H100 measurements in docs/benchmarks.md (grok
 model, TF32, 146.2 MB per model-step before issue 19): 2,276 model-steps/s at P = 1 gives the
-per-step floor, 13,748 at P = 256 the bandwidth; this additive model then gives 7,900 and 12,850
-at P = 8 and 64 (measured 7,656 and 12,810). `--bandwidth` / `--floor_ms` replace them by what a
-run measured (the device page recomputes its predictions so). Capacity counts round 1 only (a
+per-step floor and 13,748 at P = 256 the bandwidth (a line through both); it then gives 8,530 and
+12,980 at P = 8 and 64 (measured 7,656 and 12,810). A run that measured its own rates refits both
+(`seconds(runs, bandwidth, floor_s)`). Capacity counts round 1 only (a
 second round, if the sizes do not plateau, is extra); calibrate counts NUTS as FIT_S per fit.
 """
 
@@ -36,8 +36,10 @@ from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention
 
-FLOOR_S = 1 / 2276  # grok at P = 1 on the H100: kernel launches, not bytes
-BANDWIDTH = 256 * 146.2e6 / (256 / 13748 - FLOOR_S)  # bytes/s the GEMMs of a P = 256 step reach
+# step seconds = FLOOR_S + P x B / BANDWIDTH through the H100's grok rates (B = 146.2 MB) at P = 1 and 256
+_PER_MEMBER_S = (256 / 13748 - 1 / 2276) / 255
+FLOOR_S = 1 / 2276 - _PER_MEMBER_S  # 0.37 ms a step whatever P: kernel launches, not bytes
+BANDWIDTH = 146.2e6 / _PER_MEMBER_S  # 2.05 TB/s of GEMM operands and results
 COMPILE_S = 11.0  # per program (H200: 5-11 s)
 PROCESS_S = 15.0  # Python, JAX and CUDA start-up per process
 EVAL_SHARE = 0.1  # evals are sized to at most this share of training (config.eval.time_share)

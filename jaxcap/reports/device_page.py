@@ -160,6 +160,7 @@ def markdown(page: dict) -> str:
 
 
 def write(study: Path, out: Path, small: bool) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
     predicted = _json(study / "predicted.json")
     machine = (study / "gpu.txt").read_text().strip() if (study / "gpu.txt").exists() else "unknown"
     if small:
@@ -191,7 +192,6 @@ def main(argv: list[str]) -> None:
     paths = [a for a in args if not a.startswith("--") and a not in ("0", "1")]
     if len(paths) != 2 or not Path(paths[0]).is_dir():
         sys.exit("usage: python -m jaxcap.reports.device_page STUDY_DIR OUT_DIR [--small 1]")
-    Path(paths[1]).mkdir(parents=True, exist_ok=True)
     page = write(Path(paths[0]), Path(paths[1]), small)
     print(f"wrote {page} (+ .json and the figures)")
     print(page.read_text())
