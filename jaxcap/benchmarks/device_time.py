@@ -2,8 +2,8 @@
 
     python -m jaxcap.benchmarks.device_time SPEC.json > predicted.json
 
-SPEC.json names each part's command as the script runs it: {"speed": {"models": [...], "dtypes":
-[...], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}, "grokking": [config
+SPEC.json names each part's command as the script runs it: {"speed": {"runs": [[model, dtype],
+...], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}, "grokking": [config
 args], "capacity": [...], "calibrate": [...]} (config args: "configs/x.py:variant" then
 "--config.a.b=value" overrides). Every part is a list of population runs (members P, steps,
 programs compiled); a run's seconds are
@@ -133,14 +133,14 @@ def speed_runs(spec: dict) -> list[dict]:
     from jaxcap.bench import PRESETS
 
     out = []
-    for name in spec["models"]:
+    for name, dtype in spec["runs"]:
         model_kw, _, task_cfg = PRESETS[name]
-        for dtype in spec["dtypes"]:
-            task = tasks.build(task_cfg)
-            model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=dtype)
-            mb = _matmul_bytes(model, task, spec["batch"]) / 1e6
-            steps = spec["trials"] * (spec["repeats"] + 1) * spec["steps"]
-            out.append({"run": f"{name} {dtype}", "P": spec["P"], "steps": steps, "matmul_mb": round(mb, 2), "programs": 1, "process": True})
+        task = tasks.build(task_cfg)
+        model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=dtype)
+        mb = _matmul_bytes(model, task, spec["batch"]) / 1e6
+        steps = spec["trials"] * (spec["repeats"] + 1) * spec["steps"]
+        run = {"run": f"{name} {dtype}", "P": spec["P"], "steps": steps, "matmul_mb": round(mb, 2), "programs": 1}
+        out.append({**run, "process": True})
     return out
 
 
@@ -160,8 +160,9 @@ def predict(spec: dict) -> dict:
     calibrate = load(spec["calibrate"])
     parts["calibrate"] = calibrate_runs(calibrate)
     v = calibrate.calibrate.validation
+    fits = 1 + v.folds * len(v.seeds) * ("levels" in v.designs) + sum(d in v.designs for d in ("top", "families", "archs"))
     parts["calibrate"].append({"run": "NUTS fits", "P": 0, "steps": 0, "matmul_mb": 0, "programs": 0,
-                               "fits": 1 + v.folds * len(v.seeds) + 1, "reports": 1})
+                               "fits": fits, "reports": 1})
     return {
         "model": {"floor_ms": FLOOR_S * 1e3, "bandwidth_gb_s": BANDWIDTH / 1e9, "compile_s": COMPILE_S,
                   "process_s": PROCESS_S, "eval_share": EVAL_SHARE, "fit_s": FIT_S, "report_s": REPORT_S},

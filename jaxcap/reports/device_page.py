@@ -59,7 +59,7 @@ def grokking(study: Path) -> dict:
     """Steps to 99 % val accuracy per operation (members.jsonl) and val accuracy curves (evals.jsonl)."""
     work, ops = study / "grokking", {}
     for row in read_jsonl(work / "members.jsonl") if (work / "members.jsonl").exists() else []:
-        op = row["knobs"].get("operation", row["bucket_label"])
+        op = row["bucket_label"].split("=")[-1]  # task.operation=add
         ops.setdefault(op, []).append(row.get("steps_to_val_threshold"))
     curves: dict = {}
     for row in read_jsonl(work / "evals.jsonl") if (work / "evals.jsonl").exists() else []:
@@ -127,6 +127,10 @@ def _num(x, fmt: str = ",.0f") -> str:
     return "—" if x is None else format(x, fmt)
 
 
+def _yes(x) -> str:
+    return "—" if x is None else ("yes" if x else "no")
+
+
 def markdown(page: dict) -> str:
     m = page
     lines = [f"# Device study: {m['machine']}, {m['date']}", ""]
@@ -148,7 +152,7 @@ def markdown(page: dict) -> str:
     lines += ["", "## Capacity at saturation", "", "| architecture | params | C_mem bits [min, max] | bits/param | sizes plateau | capacity (else lower bound) |", "|---|---|---|---|---|---|"]
     for r in m["parts"]["capacity"]["rows"]:
         lines.append(f"| {r['label']} | {_num(r['n_params'])} | {_num(r['c_mem'])} [{_num(r['c_min'])}, {_num(r['c_max'])}] | "
-                     f"{_num(r['bits_per_param'], '.2f')} | {r['plateau']} | {r['is_capacity']} |")
+                     f"{_num(r['bits_per_param'], '.2f')} | {_yes(r['plateau'])} | {_yes(r['is_capacity'])} |")
     cal = m["parts"]["calibrate"]
     lines += ["", "## Calibrate: effective capacity C of the seed baseline", ""]
     lines += [f"- {r['architecture'] or 'seed baseline'}: C = {_num(r['C']['median'], '.3g')} bits "
