@@ -37,7 +37,9 @@ def test_page_reports_every_part_even_unfinished(tmp_path):
     (study / "commit.txt").write_text("abc1234\n")
     model = {"floor_ms": 0.44, "bandwidth_gb_s": 2058.5}
     runs = [{"run": "grok bfloat16", "P": 256, "steps": 800, "matmul_mb": 38.5, "programs": 1}]
-    (study / "predicted.json").write_text(json.dumps({"model": model, "parts": {"speed": {"predicted_s": 99, "runs": runs}}}))
+    (study / "predicted.json").write_text(
+        json.dumps({"model": model, "parts": {"speed": {"predicted_s": 99, "runs": runs}}})
+    )
     result = {"P": 256, "params": 422000, "population_model_steps_per_s": 31000.0, "compile_s": 9.0}
     (study / "speed_grok_bfloat16.out").write_text(json.dumps({"device": "gpu", "results": [result]}))
     (study / "speed.rc").write_text(json.dumps({"wall_s": 80, "timeout_s": 170}))
@@ -60,8 +62,21 @@ def test_page_refuses_bad_arguments(tmp_path):
 @pytest.mark.slow
 def test_small_study_end_to_end(tmp_path):
     """The whole script at SMALL=1 (smoke variants): every part finishes and the page says so."""
-    env = {**os.environ, "PY": sys.executable, "SMALL": "1", "STUDY": str(tmp_path / "study"), "OUT": str(tmp_path / "out")}
-    out = subprocess.run(["bash", "launch/device_study.sh", "all"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    env = {
+        **os.environ,
+        "PY": sys.executable,
+        "SMALL": "1",
+        "STUDY": str(tmp_path / "study"),
+        "OUT": str(tmp_path / "out"),
+    }
+    out = subprocess.run(
+        ["bash", "launch/device_study.sh", "all"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     [page] = (tmp_path / "out").glob("*-small.json")
     saved = json.loads(page.read_text())

@@ -25,11 +25,12 @@ from __future__ import annotations
 import ast
 import json
 import sys
+from pathlib import Path
 
 import jax
 
 from jaxcap import tasks
-from jaxcap.benchmarks.cost import matmul_traffic
+from jaxcap.benchmarks.cost import PRESETS, matmul_traffic
 from jaxcap.config.base import load_config
 from jaxcap.config.plan import plan
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
@@ -104,7 +105,14 @@ def capacity_runs(config) -> list[dict]:
         bucket = size_bucket(config, arch, label, sizes, sizes[0], recipe={})
         if cap.search_exposures:
             mid = sizes[len(sizes) // 2]
-            out.append(_run(f"{label} search n={mid}", bucket, grid * seeds, steps_to(cap.search_exposures, mid, batch)))
+            out.append(
+                _run(
+                    f"{label} search n={mid}",
+                    bucket,
+                    grid * seeds,
+                    steps_to(cap.search_exposures, mid, batch),
+                )
+            )
         for n in sizes:
             for budget in (cap.exposures[-1], *cap.annealed):
                 out.append(_run(f"{label} n={n} to {budget:g}", bucket, seeds, steps_to(budget, n, batch), 0))
@@ -130,8 +138,6 @@ def calibrate_runs(config) -> list[dict]:
 
 
 def speed_runs(spec: dict) -> list[dict]:
-    from jaxcap.bench import PRESETS
-
     out = []
     for name, dtype in spec["runs"]:
         model_kw, _, task_cfg = PRESETS[name]
@@ -139,17 +145,30 @@ def speed_runs(spec: dict) -> list[dict]:
         model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=dtype)
         mb = _matmul_bytes(model, task, spec["batch"]) / 1e6
         steps = spec["trials"] * (spec["repeats"] + 1) * spec["steps"]
-        run = {"run": f"{name} {dtype}", "P": spec["P"], "steps": steps, "matmul_mb": round(mb, 2), "programs": 1}
+        run = {
+            "run": f"{name} {dtype}",
+            "P": spec["P"],
+            "steps": steps,
+            "matmul_mb": round(mb, 2),
+            "programs": 1,
+        }
         out.append({**run, "process": True})
     return out
 
 
-def seconds(runs: list[dict], bandwidth: float = BANDWIDTH, floor_s: float = FLOOR_S, processes: int = 1) -> float:
+def seconds(
+    runs: list[dict], bandwidth: float = BANDWIDTH, floor_s: float = FLOOR_S, processes: int = 1
+) -> float:
     """A part's predicted wall seconds from its runs (see the module docstring)."""
     total = PROCESS_S * (processes + sum(bool(r.get("process")) for r in runs))
     for r in runs:
         step = floor_s + r["P"] * r["matmul_mb"] * 1e6 / bandwidth
-        total += r["programs"] * COMPILE_S + r["steps"] * step * (1 + EVAL_SHARE) + r.get("fits", 0) * FIT_S + r.get("reports", 0) * REPORT_S
+        total += (
+            r["programs"] * COMPILE_S
+            + r["steps"] * step * (1 + EVAL_SHARE)
+            + r.get("fits", 0) * FIT_S
+            + r.get("reports", 0) * REPORT_S
+        )
     return total
 
 
@@ -160,14 +179,28 @@ def predict(spec: dict) -> dict:
     calibrate = load(spec["calibrate"])
     parts["calibrate"] = calibrate_runs(calibrate)
     v = calibrate.calibrate.validation
-    fits = 1 + v.folds * len(v.seeds) * ("levels" in v.designs) + sum(d in v.designs for d in ("top", "families", "archs"))
-    parts["calibrate"].append({"run": "NUTS fits", "P": 0, "steps": 0, "matmul_mb": 0, "programs": 0,
-                               "fits": fits, "reports": 1})
+    fits = (
+        1
+        + v.folds * len(v.seeds) * ("levels" in v.designs)
+        + sum(d in v.designs for d in ("top", "families", "archs"))
+    )
+    parts["calibrate"].append(
+        {"run": "NUTS fits", "P": 0, "steps": 0, "matmul_mb": 0, "programs": 0, "fits": fits, "reports": 1}
+    )
     return {
-        "model": {"floor_ms": FLOOR_S * 1e3, "bandwidth_gb_s": BANDWIDTH / 1e9, "compile_s": COMPILE_S,
-                  "process_s": PROCESS_S, "eval_share": EVAL_SHARE, "fit_s": FIT_S, "report_s": REPORT_S},
-        "parts": {name: {"predicted_s": round(seconds(runs, processes=0 if name == "speed" else 1)), "runs": runs}
-                  for name, runs in parts.items()},
+        "model": {
+            "floor_ms": FLOOR_S * 1e3,
+            "bandwidth_gb_s": BANDWIDTH / 1e9,
+            "compile_s": COMPILE_S,
+            "process_s": PROCESS_S,
+            "eval_share": EVAL_SHARE,
+            "fit_s": FIT_S,
+            "report_s": REPORT_S,
+        },
+        "parts": {
+            name: {"predicted_s": round(seconds(runs, processes=0 if name == "speed" else 1)), "runs": runs}
+            for name, runs in parts.items()
+        },
     }
 
 
@@ -175,7 +208,7 @@ def main(argv: list[str]) -> None:
     if len(argv) != 2:
         sys.exit("usage: python -m jaxcap.benchmarks.device_time SPEC.json")
     try:
-        spec = json.loads(open(argv[1]).read())
+        spec = json.loads(Path(argv[1]).read_text())
     except (OSError, json.JSONDecodeError) as e:
         sys.exit(f"device_time: cannot read the spec {argv[1]!r}: {e}")
     print(json.dumps(predict(spec), indent=1))

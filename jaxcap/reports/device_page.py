@@ -47,11 +47,14 @@ def speed(study: Path, predicted: dict) -> dict:
         run = next((r for r in runs if r["run"] == f"{name} {dtype}"), None)
         pred = None
         if run and model:
-            step = model["floor_ms"] / 1e3 + run["P"] * run["matmul_mb"] * 1e6 / (model["bandwidth_gb_s"] * 1e9)
+            step = model["floor_ms"] / 1e3 + run["P"] * run["matmul_mb"] * 1e6 / (
+                model["bandwidth_gb_s"] * 1e9
+            )
             pred = run["P"] / step
-        rows.append({"model": name, "dtype": dtype, "P": result.get("P"), "params": result.get("params"),
-                     "measured": result.get("population_model_steps_per_s"), "compile_s": result.get("compile_s"),
-                     "target": TARGETS.get((name, dtype)), "predicted": pred, "status": _json(study / f"{out.stem}.rc")})
+        measured, compile_s = result.get("population_model_steps_per_s"), result.get("compile_s")
+        row = dict(model=name, dtype=dtype, P=result.get("P"), params=result.get("params"), measured=measured)
+        row.update(compile_s=compile_s, target=TARGETS.get((name, dtype)), predicted=pred)
+        rows.append({**row, "status": _json(study / f"{out.stem}.rc")})
     return {"rows": rows}
 
 
@@ -64,16 +67,31 @@ def grokking(study: Path) -> dict:
     curves: dict = {}
     for row in read_jsonl(work / "evals.jsonl") if (work / "evals.jsonl").exists() else []:
         if "val_accuracy" in row:
-            curves.setdefault(row["level"].split("=")[-1], {}).setdefault(row["step"], []).append(row["val_accuracy"])
-    table = [{"operation": op, "seeds": len(s), "reached": sum(x is not None for x in s),
-              "median_steps": statistics.median([x for x in s if x is not None]) if any(x is not None for x in s) else None,
-              "per_seed": s} for op, s in ops.items()]
-    return {"rows": table, "curves": {op: sorted((k, statistics.median(v)) for k, v in c.items()) for op, c in curves.items()}}
+            curves.setdefault(row["level"].split("=")[-1], {}).setdefault(row["step"], []).append(
+                row["val_accuracy"]
+            )
+    table = []
+    for op, per_seed in ops.items():
+        reached = [x for x in per_seed if x is not None]
+        median = statistics.median(reached) if reached else None
+        table.append(
+            dict(
+                operation=op,
+                seeds=len(per_seed),
+                reached=len(reached),
+                median_steps=median,
+                per_seed=per_seed,
+            )
+        )
+    return {
+        "rows": table,
+        "curves": {op: sorted((k, statistics.median(v)) for k, v in c.items()) for op, c in curves.items()},
+    }
 
 
 def capacity(study: Path) -> dict:
     summary = _json(study / "capacity" / "report" / "capacity.json")
-    keys = ("label", "n_params", "c_mem", "c_min", "c_max", "bits_per_param", "plateau", "is_capacity", "verdict_schedule")
+    keys = ["label", "n_params", "c_mem", "c_min", "c_max", "bits_per_param", "plateau", "is_capacity"]
     return {"rows": [{k: a.get(k) for k in keys} for a in summary.get("architectures", [])]}
 
 
@@ -92,8 +110,10 @@ def calibrate(study: Path) -> dict:
 
 def _figure(part: str, data: dict, study: Path, path: Path) -> Path | None:
     """One figure per part: rates against targets, val accuracy curves, or the experiment's own."""
-    own = {"capacity": study / "capacity/report/bits_per_param.png",
-           "calibrate": study / "calibrate/report/success_vs_complexity.png"}
+    own = {
+        "capacity": study / "capacity/report/bits_per_param.png",
+        "calibrate": study / "calibrate/report/success_vs_complexity.png",
+    }
     if part in own:
         return shutil.copy(own[part], path) and path if own[part].exists() else None
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
@@ -101,8 +121,22 @@ def _figure(part: str, data: dict, study: Path, path: Path) -> Path | None:
         rows = data["rows"]
         x = range(len(rows))
         ax.bar(x, [r["measured"] or 0 for r in rows], color="tab:blue", label="measured")
-        ax.scatter(x, [r["predicted"] or float("nan") for r in rows], color="tab:orange", zorder=3, label="predicted (cost model)")
-        ax.scatter(x, [r["target"] or float("nan") for r in rows], marker="_", s=900, color="k", zorder=3, label="target")
+        ax.scatter(
+            x,
+            [r["predicted"] or float("nan") for r in rows],
+            color="tab:orange",
+            zorder=3,
+            label="predicted (cost model)",
+        )
+        ax.scatter(
+            x,
+            [r["target"] or float("nan") for r in rows],
+            marker="_",
+            s=900,
+            color="k",
+            zorder=3,
+            label="target",
+        )
         ax.set_xticks(list(x), [f"{r['model']}\n{r['dtype']}" for r in rows])
         ax.set_ylabel(f"model-steps/s (P = {rows[0]['P']})")
     elif part == "grokking" and data["curves"]:
@@ -131,32 +165,72 @@ def _yes(x) -> str:
     return "—" if x is None else ("yes" if x else "no")
 
 
+def _table(title: str, header: str, rows: list[str]) -> list[str]:
+    cols = header.count("|") - 1
+    return ["", f"## {title}", "", header, "|" + "---|" * cols, *rows]
+
+
 def markdown(page: dict) -> str:
-    m = page
+    m, parts = page, page["parts"]
     lines = [f"# Device study: {m['machine']}, {m['date']}", ""]
     if m["small"]:
-        lines += ["**SMALL=1: the plumbing at tiny sizes (smoke variants) on this machine. Not a measurement; "
-                  "the predictions are for the tiny sizes on the H100.**", ""]
-    lines += [f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `launch/device_study.sh` "
-              "(docs/results/README.md).", "", "| part | predicted (s) | measured wall (s) | timeout (s) | exit |", "|---|---|---|---|---|"]
+        lines += [
+            "**SMALL=1: the plumbing at tiny sizes (smoke variants) on this machine. Not a measurement; "
+            "the predictions are for the tiny sizes on the H100.**",
+            "",
+        ]
+    lines += [
+        f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `launch/device_study.sh` "
+        "(docs/results/README.md).",
+        "",
+        "| part | predicted (s) | measured wall (s) | timeout (s) | exit |",
+        "|---|---|---|---|---|",
+    ]
     for p in PARTS:
-        t = m["parts"][p]
-        lines.append(f"| {p} | {_num(t.get('predicted_s'))} | {_num(t.get('wall_s'))} | {_num(t.get('timeout_s'))} | {t.get('rc', '—')} |")
-    lines += ["", "## Speed (model-steps/s)", "", "| model | compute | P | measured | target | predicted | compile (s) |", "|---|---|---|---|---|---|---|"]
-    for r in m["parts"]["speed"]["rows"]:
-        lines.append(f"| {r['model']} | {r['dtype']} | {r['P']} | {_num(r['measured'])} | {_num(r['target'])} | {_num(r['predicted'])} | {_num(r['compile_s'], '.1f')} |")
-    lines += ["", "## Grokking: steps to 99 % val accuracy", "", "| operation | seeds reaching 0.99 | median steps | per seed |", "|---|---|---|---|"]
-    for r in m["parts"]["grokking"]["rows"]:
-        per = ", ".join(_num(s) for s in r["per_seed"])
-        lines.append(f"| {r['operation']} | {r['reached']}/{r['seeds']} | {_num(r['median_steps'])} | {per} |")
-    lines += ["", "## Capacity at saturation", "", "| architecture | params | C_mem bits [min, max] | bits/param | sizes plateau | capacity (else lower bound) |", "|---|---|---|---|---|---|"]
-    for r in m["parts"]["capacity"]["rows"]:
-        lines.append(f"| {r['label']} | {_num(r['n_params'])} | {_num(r['c_mem'])} [{_num(r['c_min'])}, {_num(r['c_max'])}] | "
-                     f"{_num(r['bits_per_param'], '.2f')} | {_yes(r['plateau'])} | {_yes(r['is_capacity'])} |")
-    cal = m["parts"]["calibrate"]
+        t = parts[p]
+        cells = (
+            _num(t.get("predicted_s")),
+            _num(t.get("wall_s")),
+            _num(t.get("timeout_s")),
+            t.get("rc", "—"),
+        )
+        lines.append(f"| {p} | " + " | ".join(map(str, cells)) + " |")
+    lines += _table(
+        "Speed (model-steps/s)",
+        "| model | compute | P | measured | target | predicted | compile (s) |",
+        [
+            f"| {r['model']} | {r['dtype']} | {r['P']} | {_num(r['measured'])} | {_num(r['target'])} | "
+            f"{_num(r['predicted'])} | {_num(r['compile_s'], '.1f')} |"
+            for r in parts["speed"]["rows"]
+        ],
+    )
+    lines += _table(
+        "Grokking: steps to 99 % val accuracy",
+        "| operation | seeds reaching 0.99 | median steps | per seed |",
+        [
+            f"| {r['operation']} | {r['reached']}/{r['seeds']} | {_num(r['median_steps'])} | "
+            + ", ".join(_num(s) for s in r["per_seed"])
+            + " |"
+            for r in parts["grokking"]["rows"]
+        ],
+    )
+    lines += _table(
+        "Capacity at saturation",
+        "| architecture | params | C_mem bits [min, max] | bits/param | sizes plateau | a capacity |",
+        [
+            f"| {r['label']} | {_num(r['n_params'])} | {_num(r['c_mem'])} [{_num(r['c_min'])}, "
+            f"{_num(r['c_max'])}] | {_num(r['bits_per_param'], '.2f')} | {_yes(r['plateau'])} | "
+            f"{_yes(r['is_capacity'])} |"
+            for r in parts["capacity"]["rows"]
+        ],
+    )
+    cal = parts["calibrate"]
     lines += ["", "## Calibrate: effective capacity C of the seed baseline", ""]
-    lines += [f"- {r['architecture'] or 'seed baseline'}: C = {_num(r['C']['median'], '.3g')} bits "
-              f"[{_num(r['C']['lo90'], '.3g')}, {_num(r['C']['hi90'], '.3g')}] (median [90 % interval])" for r in cal["rows"]]
+    lines += [
+        f"- {r['architecture']}: C = {_num(r['C']['median'], '.3g')} bits [{_num(r['C']['lo90'], '.3g')}, "
+        f"{_num(r['C']['hi90'], '.3g')}] (median [90 % interval])"
+        for r in cal["rows"]
+    ]
     if cal.get("headline"):
         lines += ["", "```", cal["headline"], "```"]
     lines += ["", *[f"![{p}]({f})" for p, f in m["figures"].items()], ""]
@@ -169,22 +243,42 @@ def write(study: Path, out: Path, small: bool) -> Path:
     machine = (study / "gpu.txt").read_text().strip() if (study / "gpu.txt").exists() else "unknown"
     if small:
         machine = f"{machine}, SMALL=1"
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    stem = f"{date}-{re.sub(r'[^a-z0-9]+', '-', machine.split(',')[0].lower()).strip('-')}" + ("-small" if small else "")
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    stem = f"{date}-{re.sub(r'[^a-z0-9]+', '-', machine.split(',')[0].lower()).strip('-')}" + (
+        "-small" if small else ""
+    )
     bench = _json(next(iter(sorted(study.glob("speed_*.out"))), study / "none"))
-    data = {"speed": speed(study, predicted), "grokking": grokking(study), "capacity": capacity(study), "calibrate": calibrate(study)}
+    data = {
+        "speed": speed(study, predicted),
+        "grokking": grokking(study),
+        "capacity": capacity(study),
+        "calibrate": calibrate(study),
+    }
     figures = {}
     for part in PARTS:
         fig = _figure(part, data[part], study, out / f"{stem}-{part}.png")
         if fig:
             figures[part] = fig.name
-        data[part].update(_json(study / f"{part}.rc"), predicted_s=predicted.get("parts", {}).get(part, {}).get("predicted_s"))
+        data[part].update(
+            _json(study / f"{part}.rc"),
+            predicted_s=predicted.get("parts", {}).get(part, {}).get("predicted_s"),
+        )
     data["grokking"].pop("curves")
     import jax
 
-    page = {"machine": machine, "date": date, "commit": (study / "commit.txt").read_text().strip() if (study / "commit.txt").exists() else "unknown",
-            "jax": jax.__version__, "device": bench.get("device"), "small": small, "cost_model": predicted.get("model"),
-            "parts": data, "figures": figures}
+    page = {
+        "machine": machine,
+        "date": date,
+        "commit": (study / "commit.txt").read_text().strip()
+        if (study / "commit.txt").exists()
+        else "unknown",
+        "jax": jax.__version__,
+        "device": bench.get("device"),
+        "small": small,
+        "cost_model": predicted.get("model"),
+        "parts": data,
+        "figures": figures,
+    }
     (out / f"{stem}.json").write_text(json.dumps(clean(page), indent=1) + "\n")
     (out / f"{stem}.md").write_text(markdown(page))
     return out / f"{stem}.md"
