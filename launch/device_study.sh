@@ -6,8 +6,9 @@
 #      needs) into .whl/, which .git/info/exclude ignores;
 #   2. device, two calls on the same warm machine (the parts of `one` leave their results in
 #      /tmp/device_study, which `two` reads; every part has its own timeout):
-#        run(command="bash launch/device_study.sh one", carry=[".whl"], timeout_s=420)  # speed, grokking
-#        run(command="bash launch/device_study.sh two", carry=[".whl"], timeout_s=420)  # capacity, calibrate, page
+#        run(command="COMMIT=<hash> bash launch/device_study.sh one", carry=[".whl"], timeout_s=420)
+#        run(command="bash launch/device_study.sh two", carry=[".whl"], timeout_s=420)
+#      (`one`: speed, grokking, ~260 s predicted; `two`: capacity, calibrate, the page, ~320 s)
 #      `two` writes the results page into $OUT: <date>-<device>.md, .json and one figure per part
 #      (copy them into docs/results/). `all` runs both in one command.
 #   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
@@ -106,7 +107,8 @@ fi
 if [ "$PART" = one ] || [ "$PART" = all ]; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$STUDY/gpu.txt" 2> /dev/null \
     || echo "CPU ($(nproc) cores)" > "$STUDY/gpu.txt"
-  git rev-parse HEAD > "$STUDY/commit.txt" 2> /dev/null || echo unknown > "$STUDY/commit.txt"
+  # the device's copy of the tree may have no .git: pass COMMIT=<hash> on the command line there
+  echo "${COMMIT:-$(git rev-parse HEAD 2> /dev/null || echo unknown)}" > "$STUDY/commit.txt"
   # predictions of the accelerator time (SMALL=1: of the tiny sizes), before anything runs
   if [ "$SMALL" != 1 ] && [ -f launch/device_study_predicted.json ]; then
     cp launch/device_study_predicted.json "$STUDY/predicted.json"
@@ -116,13 +118,16 @@ if [ "$PART" = one ] || [ "$PART" = all ]; then
   fi
   S=$("$PY" -c "import json,sys; s=json.loads(sys.argv[1]); print(s['P'], s['batch'], s['steps'], s['repeats'], s['trials'], *[m + ':' + d for m, d in s['runs']])" "$SPEED")
   read -r P BATCH STEPS REPEATS TRIALS RUNS <<< "$S"
-  start=$SECONDS
+  start=$SECONDS worst=0
   for run in $RUNS; do  # model:dtype, each its own process and timeout
     model=${run%:*} dtype=${run#*:}
     step "speed_${model}_${dtype}" $((T_SPEED / 3)) "$PY" -m jaxcap.bench --models "$model" --batch "$BATCH" \
-      --sizes "$P" --max_sequential 0 --trials "$TRIALS" --steps "$STEPS" --repeats "$REPEATS" --compute_dtype "$dtype"
+      --sizes "$P" --max_sequential 0 --trials "$TRIALS" --steps "$STEPS" --repeats "$REPEATS" \
+      --compute_dtype "$dtype" --compilation_cache "$JAXCAP_CACHE"
+    rc=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['rc'])" "$STUDY/speed_${model}_${dtype}.rc")
+    [ "$rc" != 0 ] && worst=$rc
   done
-  echo "{\"wall_s\": $((SECONDS - start)), \"timeout_s\": $T_SPEED}" > "$STUDY/speed.rc"
+  echo "{\"rc\": $worst, \"wall_s\": $((SECONDS - start)), \"timeout_s\": $T_SPEED}" > "$STUDY/speed.rc"
   printf '%-10s %5s s measured (the runs above), %s s predicted\n' speed $((SECONDS - start)) "$(predicted speed)"
   launch grokking "$T_GROK" "${GROK[@]}"
   # what `one` measured comes back even if `two` never runs (no checkpoints, no cache)

@@ -108,7 +108,7 @@ def calibrate(study: Path) -> dict:
     return {"rows": rows, "families": posterior.meta.get("families"), "headline": headline(posterior, valid)}
 
 
-def _figure(part: str, data: dict, study: Path, path: Path) -> Path | None:
+def _figure(part: str, data: dict, study: Path, path: Path, title: str) -> Path | None:
     """One figure per part: rates against targets, val accuracy curves, or the experiment's own."""
     own = {
         "capacity": study / "capacity/report/bits_per_param.png",
@@ -116,7 +116,7 @@ def _figure(part: str, data: dict, study: Path, path: Path) -> Path | None:
     }
     if part in own:
         return shutil.copy(own[part], path) and path if own[part].exists() else None
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = plt.subplots(figsize=(7.6, 3.8))
     if part == "speed" and data["rows"]:
         rows = data["rows"]
         x = range(len(rows))
@@ -139,6 +139,7 @@ def _figure(part: str, data: dict, study: Path, path: Path) -> Path | None:
         )
         ax.set_xticks(list(x), [f"{r['model']}\n{r['dtype']}" for r in rows])
         ax.set_ylabel(f"model-steps/s (P = {rows[0]['P']})")
+        ax.set_yscale("log")
     elif part == "grokking" and data["curves"]:
         for op, points in sorted(data["curves"].items()):
             ax.plot([p[0] for p in points], [p[1] for p in points], label=op)
@@ -149,8 +150,8 @@ def _figure(part: str, data: dict, study: Path, path: Path) -> Path | None:
     else:
         plt.close(fig)
         return None
-    ax.legend(fontsize=8)
-    ax.set_title(f"{part}: {path.stem.rsplit('-', 1)[0]}", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never over a bar
+    ax.set_title(f"{part}: {title}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -256,7 +257,7 @@ def write(study: Path, out: Path, small: bool) -> Path:
     }
     figures = {}
     for part in PARTS:
-        fig = _figure(part, data[part], study, out / f"{stem}-{part}.png")
+        fig = _figure(part, data[part], study, out / f"{stem}-{part}.png", f"{machine}, {date}")
         if fig:
             figures[part] = fig.name
         data[part].update(
