@@ -182,7 +182,7 @@ def markdown(page: dict) -> str:
         ]
     lines += [
         f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `launch/device_study.sh` "
-        "(docs/results/README.md).",
+        '(docs/benchmarks.md, "The device study").',
         "",
         "| part | predicted (s) | measured wall (s) | timeout (s) | exit |",
         "|---|---|---|---|---|",
