@@ -12,12 +12,12 @@
 #      `two` writes the results page into $OUT: <date>-<device>.md, .json and one figure per part
 #      (copy them into docs/results/). `all` runs both in one command.
 #   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
-#      (the smoke variants; a few minutes on the 2-core CPU). Its page is labelled as such and
+#      (the smoke variants; 14 min on the shared 2-core CPU, compiles dominating). Its page is labelled and
 #      goes to $OUT (default /tmp/device_study_out), never into docs/results/.
 #
 # Parts (docs/results/README.md): speed (the issue 19 bench: grok P = 256 in bfloat16 and TF32,
-# the seed baseline P = 256), grokking (configs/grokking.py:full), capacity (three architectures
-# larger than the CPU ones), calibrate (the seed baseline on three families, reduced levels).
+# the seed baseline P = 256 in bfloat16), grokking (configs/grokking.py:full), capacity (two
+# architectures larger than the CPU ones), calibrate (the seed baseline on three families, reduced levels).
 # Each part's predicted time (jaxcap.benchmarks.device_time, from the lowered step's matmul bytes
 # and the H100 throughput measured before) is printed beside its measured wall time.
 set -u
@@ -54,7 +54,7 @@ if [ "$SMALL" = 1 ]; then  # the smoke variants: the plumbing, not a measurement
   GROK=(configs/grokking.py:smoke)
   CAP=(configs/capacity.py:smoke --config.capacity.max_rounds=1)
   CAL=(configs/calibrate.py:smoke --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()")
-  T_SPEED=450 T_GROK=400 T_CAP=400 T_CAL=500  # a shared 2-core CPU: compiles dominate
+  T_SPEED=600 T_GROK=400 T_CAP=400 T_CAL=500  # a shared 2-core CPU: compiles dominate
 else
   SPEED='{"runs": [["grok", "bfloat16"], ["grok", "float32"], ["baseline", "bfloat16"]], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}'
   GROK=(configs/grokking.py:full)
