@@ -40,22 +40,7 @@ from jaxcap.core.runtime import describe_devices, enable_compilation_cache, nume
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention, param_count
 
-PRESETS = {
-    # the reference point: d_model 64, batch 64, x mod N inputs (5 tokens)
-    "small": (
-        dict(n_layers=2, d_model=64, n_heads=4, d_head=16, d_ff=256),
-        64,
-        {"name": "modulo", "modulus": 97, "digits": 4, "train_fraction": 0.5},
-    ),
-    # the seed baseline (2 layers, d_model 256, 8 x 32, d_ff 1024)
-    "baseline": (dict(), 64, {"name": "modulo", "modulus": 97, "digits": 4, "train_fraction": 0.5}),
-    # grokking-sized: d_model 128, 4 heads, batch 512, 4-token inputs a ∘ b =
-    "grok": (
-        dict(n_layers=2, d_model=128, n_heads=4, d_head=32, d_ff=512),
-        512,
-        {"name": "binop", "operation": "add", "p": 97, "train_fraction": 0.5},
-    ),
-}
+PRESETS = bench_cost.PRESETS  # name -> (model kwargs, batch, task config)
 
 _MODELS = flags.DEFINE_list("models", ["small", "baseline"], f"Presets: {', '.join(PRESETS)}.")
 _SIZES = flags.DEFINE_list("sizes", ["1", "8", "64"], "Population sizes P.")

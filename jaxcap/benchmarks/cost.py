@@ -35,6 +35,24 @@ from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, param_count
 
+# The benchmark's models (`python -m jaxcap.bench --models ...`): model kwargs, batch, task.
+PRESETS = {
+    # the reference point: d_model 64, batch 64, x mod N inputs (5 tokens)
+    "small": (
+        dict(n_layers=2, d_model=64, n_heads=4, d_head=16, d_ff=256),
+        64,
+        {"name": "modulo", "modulus": 97, "digits": 4, "train_fraction": 0.5},
+    ),
+    # the seed baseline (2 layers, d_model 256, 8 x 32, d_ff 1024)
+    "baseline": (dict(), 64, {"name": "modulo", "modulus": 97, "digits": 4, "train_fraction": 0.5}),
+    # grokking-sized: d_model 128, 4 heads, batch 512, 4-token inputs a ∘ b =
+    "grok": (
+        dict(n_layers=2, d_model=128, n_heads=4, d_head=32, d_ff=512),
+        512,
+        {"name": "binop", "operation": "add", "p": 97, "train_fraction": 0.5},
+    ),
+}
+
 _FUNC = re.compile(r"\s*func\.func (?:public |private )?@([\w.$-]+)\(")
 _CALL = re.compile(r"call @([\w.$-]+)\(")
 _TENSOR = re.compile(r"tensor<([^>]+)>")

@@ -1,0 +1,218 @@
+"""Predicted accelerator time of each part of the device study (launch/device_study.sh).
+
+    python -m jaxcap.benchmarks.device_time SPEC.json > predicted.json
+
+SPEC.json names each part's command as the script runs it: {"speed": {"runs": [[model, dtype],
+...], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}, "grokking": [config
+args], "capacity": [...], "calibrate": [...]} (config args: "configs/x.py:variant" then
+"--config.a.b=value" overrides). Every part is a list of population runs (members P, steps,
+programs compiled); a run's seconds are
+
+    programs x COMPILE_S + steps x (FLOOR_S + P x matmul bytes per model-step / BANDWIDTH) x (1 + EVAL_SHARE)
+    + reports x REPORT_S (+ NUTS fits x FIT_S)
+
+with the matmul bytes counted by `cost.matmul_traffic` in the lowered step (no compile), and
+PROCESS_S per process. The constants come from the H100 measurements in docs/benchmarks.md (grok
+model, TF32, 146.2 MB per model-step before issue 19): 2,276 model-steps/s at P = 1 gives the
+per-step floor and 13,748 at P = 256 the bandwidth (a line through both); it then gives 8,530 and
+12,980 at P = 8 and 64 (measured 7,656 and 12,810). A run that measured its own rates refits both
+(`seconds(runs, bandwidth, floor_s)`). Capacity counts round 1 only (a
+second round, if the sizes do not plateau, is extra); calibrate counts NUTS as FIT_S per fit.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import jax
+
+from jaxcap import tasks
+from jaxcap.benchmarks.cost import PRESETS, matmul_traffic
+from jaxcap.config.base import load_config
+from jaxcap.config.plan import plan
+from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
+from jaxcap.core.train import TrainSettings, make_population
+from jaxcap.models import ModelConfig, attention
+
+# step seconds = FLOOR_S + P x B / BANDWIDTH through the H100's grok rates (B = 146.2 MB) at P = 1 and 256
+_PER_MEMBER_S = (256 / 13748 - 1 / 2276) / 255
+FLOOR_S = 1 / 2276 - _PER_MEMBER_S  # 0.37 ms a step whatever P: kernel launches, not bytes
+BANDWIDTH = 146.2e6 / _PER_MEMBER_S  # 2.05 TB/s of GEMM operands and results
+COMPILE_S = 11.0  # per program (H200: 5-11 s)
+PROCESS_S = 15.0  # Python, JAX and CUDA start-up per process
+EVAL_SHARE = 0.1  # evals are sized to at most this share of training (config.eval.time_share)
+FIT_S = 20.0  # one NUTS fit (the 2-core CPU: 17.6 s for the default calibrate)
+REPORT_S = 8.0  # one workdir's report and its figures (the 2-core CPU: 16 s for four figures)
+
+
+_BYTES: dict = {}  # (model, task, batch) -> bytes: a part lowers each shape once
+
+
+def _matmul_bytes(model: ModelConfig, task, batch: int, knobs: dict | None = None) -> int:
+    """Operand + result bytes of the dots of one model-step, as an accelerator runs attention."""
+    key = (model, repr(task), batch)
+    if key not in _BYTES:
+        attention.BROADCAST_MAX_LEN = attention.ACCELERATOR_BROADCAST_MAX_LEN
+        settings = TrainSettings(steps=1, chunk_steps=1, batch_size=batch, dropout=False)
+        program = make_population(settings, task, model)
+        keys, hp = stack([Member(0, 0, dict(DEFAULT_HPARAMS), knobs or task.default_knobs())], 0)
+        state, data = jax.eval_shape(program.init, keys, hp), jax.eval_shape(program.data, keys, hp)
+        _BYTES[key] = matmul_traffic(program.chunk.lower(state, hp, data).as_text())[1]
+    return _BYTES[key]
+
+
+def _run(label: str, bucket, p: int, steps: int, programs: int = 1) -> dict:
+    member = bucket.members[0]
+    mb = _matmul_bytes(bucket.model, bucket.task, bucket.settings.batch_size, member.knobs) / 1e6
+    return {"run": label, "P": p, "steps": steps, "matmul_mb": round(mb, 2), "programs": programs}
+
+
+def load(args: list[str]):
+    """The config of `configs/x.py[:variant] --config.a.b=v ...` (values as Python literals)."""
+    config = load_config(args[0])
+    for arg in args[1:]:
+        path, _, text = arg.removeprefix("--config.").partition("=")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        node, *_ = path.rsplit(".", 1)
+        parent = config if "." not in path else config[node]
+        key = path.rsplit(".", 1)[-1]
+        parent[key] = float(value) if isinstance(parent[key], float) and isinstance(value, int) else value
+    return config
+
+
+def grokking_runs(config) -> list[dict]:
+    out = [_run(b.label, b, len(b.members), b.settings.steps) for b in plan(config)]
+    out[-1]["reports"] = 1
+    return out
+
+
+def capacity_runs(config) -> list[dict]:
+    from jaxcap.experiments.capacity.curve import steps_to
+    from jaxcap.experiments.capacity.populations import first_sizes, size_bucket
+
+    cap, batch, out = config.capacity, config.train.batch_size, []
+    seeds, grid = config.sweep.seeds, 1
+    for values in config.sweep.hparams.values():
+        grid *= max(1, len(values))
+    for arch, label in enumerate(config.sweep.buckets):
+        sizes = first_sizes(config, label)
+        bucket = size_bucket(config, arch, label, sizes, sizes[0], recipe={})
+        if cap.search_exposures:
+            mid = sizes[len(sizes) // 2]
+            out.append(
+                _run(
+                    f"{label} search n={mid}",
+                    bucket,
+                    grid * seeds,
+                    steps_to(cap.search_exposures, mid, batch),
+                )
+            )
+        for n in sizes:
+            for budget in (cap.exposures[-1], *cap.annealed):
+                out.append(_run(f"{label} n={n} to {budget:g}", bucket, seeds, steps_to(budget, n, batch), 0))
+        out[-1]["programs"] = 1 + len(cap.annealed)  # one program per schedule, shared by the sizes
+    out[-1]["reports"] = 1
+    return out
+
+
+def calibrate_runs(config) -> list[dict]:
+    from jaxcap.experiments.calibrate.config import family_configs
+
+    design, out = config.calibrate.design, []
+    for name, entry in config.calibrate.families.items():
+        values = next(iter(dict(entry["levels"]).values()))
+        passes = [(f"{name} grid", values[: design.grid or len(values)])]
+        passes += [(f"{name} round {r}", values[:1] * design.per_round) for r in range(1, design.rounds + 1)]
+        for label, levels in passes:
+            [(_, derived)] = family_configs(config, {name: tuple(sorted(set(levels)))})[name]
+            [bucket] = plan(derived)
+            per_level = len(bucket.members) // len(set(levels))
+            out.append({**_run(label, bucket, per_level * len(levels), bucket.settings.steps), "reports": 1})
+    return out
+
+
+def speed_runs(spec: dict) -> list[dict]:
+    out = []
+    for name, dtype in spec["runs"]:
+        model_kw, _, task_cfg = PRESETS[name]
+        task = tasks.build(task_cfg)
+        model = ModelConfig.for_task(task.spec, **model_kw, compute_dtype=dtype)
+        mb = _matmul_bytes(model, task, spec["batch"]) / 1e6
+        steps = spec["trials"] * (spec["repeats"] + 1) * spec["steps"]
+        run = {
+            "run": f"{name} {dtype}",
+            "P": spec["P"],
+            "steps": steps,
+            "matmul_mb": round(mb, 2),
+            "programs": 1,
+        }
+        out.append({**run, "process": True})
+    return out
+
+
+def seconds(
+    runs: list[dict], bandwidth: float = BANDWIDTH, floor_s: float = FLOOR_S, processes: int = 1
+) -> float:
+    """A part's predicted wall seconds from its runs (see the module docstring)."""
+    total = PROCESS_S * (processes + sum(bool(r.get("process")) for r in runs))
+    for r in runs:
+        step = floor_s + r["P"] * r["matmul_mb"] * 1e6 / bandwidth
+        total += (
+            r["programs"] * COMPILE_S
+            + r["steps"] * step * (1 + EVAL_SHARE)
+            + r.get("fits", 0) * FIT_S
+            + r.get("reports", 0) * REPORT_S
+        )
+    return total
+
+
+def predict(spec: dict) -> dict:
+    parts = {"speed": speed_runs(spec["speed"])}
+    parts["grokking"] = grokking_runs(load(spec["grokking"]))
+    parts["capacity"] = capacity_runs(load(spec["capacity"]))
+    calibrate = load(spec["calibrate"])
+    parts["calibrate"] = calibrate_runs(calibrate)
+    v = calibrate.calibrate.validation
+    fits = (
+        1
+        + v.folds * len(v.seeds) * ("levels" in v.designs)
+        + sum(d in v.designs for d in ("top", "families", "archs"))
+    )
+    parts["calibrate"].append(
+        {"run": "NUTS fits", "P": 0, "steps": 0, "matmul_mb": 0, "programs": 0, "fits": fits, "reports": 1}
+    )
+    return {
+        "model": {
+            "floor_ms": FLOOR_S * 1e3,
+            "bandwidth_gb_s": BANDWIDTH / 1e9,
+            "compile_s": COMPILE_S,
+            "process_s": PROCESS_S,
+            "eval_share": EVAL_SHARE,
+            "fit_s": FIT_S,
+            "report_s": REPORT_S,
+        },
+        "parts": {
+            name: {"predicted_s": round(seconds(runs, processes=0 if name == "speed" else 1)), "runs": runs}
+            for name, runs in parts.items()
+        },
+    }
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 2:
+        sys.exit("usage: python -m jaxcap.benchmarks.device_time SPEC.json")
+    try:
+        spec = json.loads(Path(argv[1]).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"device_time: cannot read the spec {argv[1]!r}: {e}")
+    print(json.dumps(predict(spec), indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,300 @@
+"""The device study's results page (launch/device_study.sh): Markdown, JSON and a figure per part.
+
+    python -m jaxcap.reports.device_page STUDY_DIR OUT_DIR [--small 1]
+
+STUDY_DIR is what the script left: gpu.txt, commit.txt, predicted.json, each step's stdout
+(NAME.out) and {rc, wall_s, timeout_s} (NAME.rc), the workdirs grokking/, capacity/ and
+calibrate/. OUT_DIR gets <date>-<device>.md, .json and <date>-<device>-<part>.png (speed,
+grokking, capacity, calibrate); a part that did not finish is reported as such, never left out.
+With --small 1 the page says it is the plumbing run at tiny sizes, not a measurement.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from jaxcap.results.store import clean, read_jsonl  # noqa: E402
+
+TARGETS = {("grok", "bfloat16"): 30_000, ("grok", "float32"): 20_000, ("baseline", "bfloat16"): 12_000}
+PARTS = ("speed", "grokking", "capacity", "calibrate")
+
+
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def speed(study: Path, predicted: dict) -> dict:
+    """Model-steps/s per preset and dtype: measured, target, and the cost model's prediction."""
+    model, runs = predicted.get("model", {}), predicted.get("parts", {}).get("speed", {}).get("runs", [])
+    rows = []
+    for out in sorted(study.glob("speed_*.out")):
+        name, dtype = out.stem.split("_")[1:]
+        result = (_json(out).get("results") or [{}])[0]
+        run = next((r for r in runs if r["run"] == f"{name} {dtype}"), None)
+        pred = None
+        if run and model:
+            step = model["floor_ms"] / 1e3 + run["P"] * run["matmul_mb"] * 1e6 / (
+                model["bandwidth_gb_s"] * 1e9
+            )
+            pred = run["P"] / step
+        measured, compile_s = result.get("population_model_steps_per_s"), result.get("compile_s")
+        row = dict(model=name, dtype=dtype, P=result.get("P"), params=result.get("params"), measured=measured)
+        row.update(compile_s=compile_s, target=TARGETS.get((name, dtype)), predicted=pred)
+        rows.append({**row, "status": _json(study / f"{out.stem}.rc")})
+    return {"rows": rows}
+
+
+def grokking(study: Path) -> dict:
+    """Steps to 99 % val accuracy per operation (members.jsonl) and val accuracy curves (evals.jsonl)."""
+    work, ops = study / "grokking", {}
+    for row in read_jsonl(work / "members.jsonl") if (work / "members.jsonl").exists() else []:
+        op = row["bucket_label"].split("=")[-1]  # task.operation=add
+        ops.setdefault(op, []).append(row.get("steps_to_val_threshold"))
+    curves: dict = {}
+    for row in read_jsonl(work / "evals.jsonl") if (work / "evals.jsonl").exists() else []:
+        if "val_accuracy" in row:
+            curves.setdefault(row["level"].split("=")[-1], {}).setdefault(row["step"], []).append(
+                row["val_accuracy"]
+            )
+    table = []
+    for op, per_seed in ops.items():
+        reached = [x for x in per_seed if x is not None]
+        median = statistics.median(reached) if reached else None
+        table.append(
+            dict(
+                operation=op,
+                seeds=len(per_seed),
+                reached=len(reached),
+                median_steps=median,
+                per_seed=per_seed,
+            )
+        )
+    return {
+        "rows": table,
+        "curves": {op: sorted((k, statistics.median(v)) for k, v in c.items()) for op, c in curves.items()},
+    }
+
+
+def capacity(study: Path) -> dict:
+    summary = _json(study / "capacity" / "report" / "capacity.json")
+    keys = ["label", "n_params", "c_mem", "c_min", "c_max", "bits_per_param", "plateau", "is_capacity"]
+    return {"rows": [{k: a.get(k) for k in keys} for a in summary.get("architectures", [])]}
+
+
+def calibrate(study: Path) -> dict:
+    path = study / "calibrate" / "posterior.nc"
+    if not path.exists():
+        return {"rows": []}
+    from jaxcap.meta import fit as meta_fit
+    from jaxcap.meta.summary import headline, posterior_tables
+
+    posterior = meta_fit.load_posterior(path)
+    valid = _json(study / "calibrate" / "validation.json")
+    rows = [{"architecture": a["label"], "C": a["C"]} for a in posterior_tables(posterior)["archs"]]
+    return {"rows": rows, "families": posterior.meta.get("families"), "headline": headline(posterior, valid)}
+
+
+def _figure(part: str, data: dict, study: Path, path: Path, title: str) -> Path | None:
+    """One figure per part: rates against targets, val accuracy curves, or the experiment's own."""
+    own = {
+        "capacity": study / "capacity/report/bits_per_param.png",
+        "calibrate": study / "calibrate/report/success_vs_complexity.png",
+    }
+    if part in own:
+        return shutil.copy(own[part], path) and path if own[part].exists() else None
+    fig, ax = plt.subplots(figsize=(7.6, 3.8))
+    if part == "speed" and data["rows"]:
+        rows = data["rows"]
+        x = range(len(rows))
+        ax.bar(x, [r["measured"] or 0 for r in rows], color="tab:blue", label="measured")
+        ax.scatter(
+            x,
+            [r["predicted"] or float("nan") for r in rows],
+            color="tab:orange",
+            zorder=3,
+            label="predicted (cost model)",
+        )
+        ax.scatter(
+            x,
+            [r["target"] or float("nan") for r in rows],
+            marker="_",
+            s=900,
+            color="k",
+            zorder=3,
+            label="target",
+        )
+        ax.set_xticks(list(x), [f"{r['model']}\n{r['dtype']}" for r in rows])
+        ax.set_ylabel(f"model-steps/s (P = {rows[0]['P']})")
+        ax.set_yscale("log")
+    elif part == "grokking" and data["curves"]:
+        for op, points in sorted(data["curves"].items()):
+            ax.plot([p[0] for p in points], [p[1] for p in points], label=op)
+        ax.axhline(0.99, color="k", lw=0.8, ls="--", label="0.99")
+        ax.set_xscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel("val accuracy (median over seeds)")
+    else:
+        plt.close(fig)
+        return None
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never over a bar
+    ax.set_title(f"{part}: {title}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _num(x, fmt: str = ",.0f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _yes(x) -> str:
+    return "—" if x is None else ("yes" if x else "no")
+
+
+def _table(title: str, header: str, rows: list[str]) -> list[str]:
+    cols = header.count("|") - 1
+    return ["", f"## {title}", "", header, "|" + "---|" * cols, *rows]
+
+
+def markdown(page: dict) -> str:
+    m, parts = page, page["parts"]
+    lines = [f"# Device study: {m['machine']}, {m['date']}", ""]
+    if m["small"]:
+        lines += [
+            "**SMALL=1: the plumbing at tiny sizes (smoke variants) on this machine. Not a measurement; "
+            "the predictions are for the tiny sizes on the H100.**",
+            "",
+        ]
+    lines += [
+        f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `launch/device_study.sh` "
+        '(docs/benchmarks.md, "The device study").',
+        "",
+        "| part | predicted (s) | measured wall (s) | timeout (s) | exit |",
+        "|---|---|---|---|---|",
+    ]
+    for p in PARTS:
+        t = parts[p]
+        cells = (
+            _num(t.get("predicted_s")),
+            _num(t.get("wall_s")),
+            _num(t.get("timeout_s")),
+            t.get("rc", "—"),
+        )
+        lines.append(f"| {p} | " + " | ".join(map(str, cells)) + " |")
+    lines += _table(
+        "Speed (model-steps/s)",
+        "| model | compute | P | measured | target | predicted | compile (s) |",
+        [
+            f"| {r['model']} | {r['dtype']} | {r['P']} | {_num(r['measured'])} | {_num(r['target'])} | "
+            f"{_num(r['predicted'])} | {_num(r['compile_s'], '.1f')} |"
+            for r in parts["speed"]["rows"]
+        ],
+    )
+    lines += _table(
+        "Grokking: steps to 99 % val accuracy",
+        "| operation | seeds reaching 0.99 | median steps | per seed |",
+        [
+            f"| {r['operation']} | {r['reached']}/{r['seeds']} | {_num(r['median_steps'])} | "
+            + ", ".join(_num(s) for s in r["per_seed"])
+            + " |"
+            for r in parts["grokking"]["rows"]
+        ],
+    )
+    lines += _table(
+        "Capacity at saturation",
+        "| architecture | params | C_mem bits [min, max] | bits/param | sizes plateau | a capacity |",
+        [
+            f"| {r['label']} | {_num(r['n_params'])} | {_num(r['c_mem'])} [{_num(r['c_min'])}, "
+            f"{_num(r['c_max'])}] | {_num(r['bits_per_param'], '.2f')} | {_yes(r['plateau'])} | "
+            f"{_yes(r['is_capacity'])} |"
+            for r in parts["capacity"]["rows"]
+        ],
+    )
+    cal = parts["calibrate"]
+    lines += ["", "## Calibrate: effective capacity C of the seed baseline", ""]
+    lines += [
+        f"- {r['architecture']}: C = {_num(r['C']['median'], '.3g')} bits [{_num(r['C']['lo90'], '.3g')}, "
+        f"{_num(r['C']['hi90'], '.3g')}] (median [90 % interval])"
+        for r in cal["rows"]
+    ]
+    if cal.get("headline"):
+        lines += ["", "```", cal["headline"], "```"]
+    lines += ["", *[f"![{p}]({f})" for p, f in m["figures"].items()], ""]
+    return "\n".join(lines)
+
+
+def write(study: Path, out: Path, small: bool) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    predicted = _json(study / "predicted.json")
+    machine = (study / "gpu.txt").read_text().strip() if (study / "gpu.txt").exists() else "unknown"
+    if small:
+        machine = f"{machine}, SMALL=1"
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    stem = f"{date}-{re.sub(r'[^a-z0-9]+', '-', machine.split(',')[0].lower()).strip('-')}" + (
+        "-small" if small else ""
+    )
+    bench = _json(next(iter(sorted(study.glob("speed_*.out"))), study / "none"))
+    data = {
+        "speed": speed(study, predicted),
+        "grokking": grokking(study),
+        "capacity": capacity(study),
+        "calibrate": calibrate(study),
+    }
+    figures = {}
+    for part in PARTS:
+        fig = _figure(part, data[part], study, out / f"{stem}-{part}.png", f"{machine}, {date}")
+        if fig:
+            figures[part] = fig.name
+        data[part].update(
+            _json(study / f"{part}.rc"),
+            predicted_s=predicted.get("parts", {}).get(part, {}).get("predicted_s"),
+        )
+    data["grokking"].pop("curves")
+    import jax
+
+    page = {
+        "machine": machine,
+        "date": date,
+        "commit": (study / "commit.txt").read_text().strip()
+        if (study / "commit.txt").exists()
+        else "unknown",
+        "jax": jax.__version__,
+        "device": bench.get("device"),
+        "small": small,
+        "cost_model": predicted.get("model"),
+        "parts": data,
+        "figures": figures,
+    }
+    (out / f"{stem}.json").write_text(json.dumps(clean(page), indent=1) + "\n")
+    (out / f"{stem}.md").write_text(markdown(page))
+    return out / f"{stem}.md"
+
+
+def main(argv: list[str]) -> None:
+    args = argv[1:]
+    small = "--small" in args and args[args.index("--small") + 1] == "1"
+    paths = [a for a in args if not a.startswith("--") and a not in ("0", "1")]
+    if len(paths) != 2 or not Path(paths[0]).is_dir():
+        sys.exit("usage: python -m jaxcap.reports.device_page STUDY_DIR OUT_DIR [--small 1]")
+    page = write(Path(paths[0]), Path(paths[1]), small)
+    print(f"wrote {page} (+ .json and the figures)")
+    print(page.read_text())
+
+
+if __name__ == "__main__":
+    main(sys.argv)

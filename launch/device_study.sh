@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Issue 28: the seed's study at full scale on one accelerator, in two device commands.
+#
+#   1. here (CPU machine, network), once:  bash launch/device_study.sh wheels
+#      downloads what the device image lacks (ml-collections, optuna and its needs, arviz and its
+#      needs) into .whl/, which .git/info/exclude ignores;
+#   2. device, two calls on the same warm machine (the parts of `one` leave their results in
+#      /tmp/device_study, which `two` reads; every part has its own timeout):
+#        run(command="COMMIT=<hash> bash launch/device_study.sh one", carry=[".whl"], timeout_s=420)
+#        run(command="bash launch/device_study.sh two", carry=[".whl"], timeout_s=420)
+#      (`one`: speed, grokking, ~260 s predicted; `two`: capacity, calibrate, the page, ~320 s)
+#      `two` writes the results page into $OUT: <date>-<device>.md, .json and one figure per part
+#      (copy them into docs/results/). `all` runs both in one command.
+#   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
+#      (the smoke variants; 14 min on the shared 2-core CPU, compiles dominating). Its page is labelled and
+#      goes to $OUT (default /tmp/device_study_out), never into docs/results/.
+#
+# Parts (docs/results/README.md): speed (the issue 19 bench: grok P = 256 in bfloat16 and TF32,
+# the seed baseline P = 256 in bfloat16), grokking (configs/grokking.py:full), capacity (two
+# architectures larger than the CPU ones), calibrate (the seed baseline on three families, reduced levels).
+# Each part's predicted time (jaxcap.benchmarks.device_time, from the lowered step's matmul bytes
+# and the H100 throughput measured before) is printed beside its measured wall time.
+set -u
+cd "$(dirname "$0")/.."
+PY=${PY:-python3}
+if [ "${1:-}" = wheels ]; then
+  grep -qx '/.whl/' "$(git rev-parse --git-common-dir)/info/exclude" 2>/dev/null \
+    || echo /.whl/ >> "$(git rev-parse --git-common-dir)/info/exclude"
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .whl ml-collections==1.1.0 optuna==5.0.0 colorlog==6.12.0 alembic==1.20.1 sqlalchemy==2.1.9 \
+    mako==1.4.3 arviz==0.23.4 xarray-einstats==0.9.1 h5netcdf==1.8.2 platformdirs==4.14.8 || exit
+  ls .whl
+  exit
+fi
+
+PART=${1:-all}
+SMALL=${SMALL:-0}
+STUDY=${STUDY:-/tmp/device_study}  # kept between the two commands on a warm machine
+OUT=${OUT:-/tmp/device_study_out}
+mkdir -p "$STUDY" "$OUT"
+LOG=$OUT/device_study_$PART.log
+if ls .whl/*.whl > /dev/null 2>&1 && ! "$PY" -c "import optuna, ml_collections, arviz" 2> /dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl >> "$LOG" 2>&1 || { echo "wheel install failed, see $LOG"; exit 1; }
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONUNBUFFERED=1 JAXCAP_CACHE=${JAXCAP_CACHE:-$STUDY/cache}
+
+if [ "$SMALL" = 1 ]; then  # the smoke variants: the plumbing, not a measurement
+  SPEED='{"runs": [["grok", "bfloat16"], ["grok", "float32"], ["baseline", "bfloat16"]], "P": 2, "batch": 16, "steps": 2, "repeats": 1, "trials": 1}'
+  GROK=(configs/grokking.py:smoke)
+  CAP=(configs/capacity.py:smoke --config.capacity.max_rounds=1)
+  CAL=(configs/calibrate.py:smoke --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()")
+  T_SPEED=600 T_GROK=400 T_CAP=400 T_CAL=500  # a shared 2-core CPU: compiles dominate
+else
+  SPEED='{"runs": [["grok", "bfloat16"], ["grok", "float32"], ["baseline", "bfloat16"]], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}'
+  GROK=(configs/grokking.py:full)
+  ARCHS='("model.d_ff=64", "model.d_model=32,model.n_heads=2,model.d_head=16,model.d_ff=128")'  # 4,080 and 14,288 params
+  CAP=(configs/capacity.py:full "--config.sweep.buckets=$ARCHS" "--config.capacity.bits_per_param_grid=(2.0, 4.0, 8.0)"
+    --config.capacity.max_rounds=1 --config.train.chunk_steps=200)
+  CAL=(configs/calibrate.py --config.model.d_model=256 --config.model.n_heads=8 --config.model.d_head=32
+    --config.model.d_ff=1024 --config.hparams.learning_rate=0.001 --config.train.steps=3000
+    --config.train.batch_size=128 --config.sweep.seeds=3 --config.calibrate.design.rounds=1
+    --config.calibrate.nuts.warmup=300 --config.calibrate.nuts.samples=300 --config.calibrate.nuts.chains=2
+    --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()")  # C only: no held-out fits
+  T_SPEED=150 T_GROK=210 T_CAP=170 T_CAL=180  # seconds; launch/device_study_predicted.json predicts each
+fi
+
+step() {  # step NAME TIMEOUT COMMAND...: stdout to $STUDY/NAME.out, everything to the log, wall time to NAME.rc
+  local name=$1 limit=$2
+  shift 2
+  echo "=== $name (timeout $limit s): $*" >> "$LOG"
+  local start=$SECONDS
+  timeout "$limit" "$@" > "$STUDY/$name.out" 2>> "$LOG"
+  local rc=$?
+  echo "{\"rc\": $rc, \"wall_s\": $((SECONDS - start)), \"timeout_s\": $limit}" > "$STUDY/$name.rc"
+  cat "$STUDY/$name.out" >> "$LOG"
+  printf '%-10s %5s s measured (rc %s), %s s predicted\n' "$name" $((SECONDS - start)) "$rc" "$(predicted "$name")"
+}
+predicted() {  # predicted PART: the cost model's seconds for it (jaxcap.benchmarks.device_time)
+  "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['parts'].get(sys.argv[2],{}).get('predicted_s','-'))" \
+    "$STUDY/predicted.json" "$1" 2> /dev/null || echo -
+}
+launch() {  # launch NAME ARGS...: one experiment into $STUDY/NAME
+  step "$1" "$2" "$PY" -m jaxcap.launch --config "$3" "${@:4}" --workdir "$STUDY/$1" --config.runtime.progress=False
+}
+
+# the parts' sizes, for the predictions (jaxcap.benchmarks.device_time)
+"$PY" - "$STUDY/spec.json" "$SPEED" "${GROK[@]}" --- "${CAP[@]}" --- "${CAL[@]}" << 'SPEC'
+import json, sys
+path, speed, *rest = sys.argv[1:]
+text = "\n".join(rest).split("\n---\n")  # the three experiments' config args
+grok, cap, cal = (part.split("\n") for part in text)
+spec = {"speed": json.loads(speed), "grokking": grok, "capacity": cap, "calibrate": cal}
+json.dump(spec, open(path, "w"), indent=1)
+SPEC
+if [ "$PART" = predict ]; then  # here, once per change of sizes: the committed predictions
+  PREDICTED=launch/device_study_predicted.json
+  [ "$SMALL" = 1 ] && PREDICTED=$STUDY/predicted.json
+  "$PY" -m jaxcap.benchmarks.device_time "$STUDY/spec.json" > "$PREDICTED" || exit
+  "$PY" -c "import json,sys; print({k: v['predicted_s'] for k, v in json.load(sys.stdin)['parts'].items()})" < "$PREDICTED"
+  exit
+fi
+if [ "$PART" = one ] || [ "$PART" = all ]; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$STUDY/gpu.txt" 2> /dev/null \
+    || echo "CPU ($(nproc) cores)" > "$STUDY/gpu.txt"
+  # the device's copy of the tree may have no .git: pass COMMIT=<hash> on the command line there
+  echo "${COMMIT:-$(git rev-parse HEAD 2> /dev/null || echo unknown)}" > "$STUDY/commit.txt"
+  # predictions of the accelerator time (SMALL=1: of the tiny sizes), before anything runs
+  if [ "$SMALL" != 1 ] && [ -f launch/device_study_predicted.json ]; then
+    cp launch/device_study_predicted.json "$STUDY/predicted.json"
+  else
+    step predict 300 "$PY" -m jaxcap.benchmarks.device_time "$STUDY/spec.json"
+    cp "$STUDY/predict.out" "$STUDY/predicted.json"
+  fi
+  S=$("$PY" -c "import json,sys; s=json.loads(sys.argv[1]); print(s['P'], s['batch'], s['steps'], s['repeats'], s['trials'], *[m + ':' + d for m, d in s['runs']])" "$SPEED")
+  read -r P BATCH STEPS REPEATS TRIALS RUNS <<< "$S"
+  start=$SECONDS worst=0
+  for run in $RUNS; do  # model:dtype, each its own process and timeout
+    model=${run%:*} dtype=${run#*:}
+    step "speed_${model}_${dtype}" $((T_SPEED / 3)) "$PY" -m jaxcap.bench --models "$model" --batch "$BATCH" \
+      --sizes "$P" --max_sequential 0 --trials "$TRIALS" --steps "$STEPS" --repeats "$REPEATS" \
+      --compute_dtype "$dtype" --compilation_cache "$JAXCAP_CACHE"
+    rc=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['rc'])" "$STUDY/speed_${model}_${dtype}.rc")
+    [ "$rc" != 0 ] && worst=$rc
+  done
+  echo "{\"rc\": $worst, \"wall_s\": $((SECONDS - start)), \"timeout_s\": $T_SPEED}" > "$STUDY/speed.rc"
+  printf '%-10s %5s s measured (the runs above), %s s predicted\n' speed $((SECONDS - start)) "$(predicted speed)"
+  launch grokking "$T_GROK" "${GROK[@]}"
+  # what `one` measured comes back even if `two` never runs (no checkpoints, no cache)
+  tar czf "$OUT/study_one.tgz" -C "$STUDY" --exclude cache --exclude ckpt --exclude curves.zarr . 2> /dev/null
+fi
+if [ "$PART" = two ] || [ "$PART" = all ]; then
+  launch capacity "$T_CAP" "${CAP[@]}"
+  launch calibrate "$T_CAL" "${CAL[@]}"
+  "$PY" -m jaxcap.reports.device_page "$STUDY" "$OUT" --small "$SMALL" | tee -a "$LOG"
+fi
