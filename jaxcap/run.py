@@ -3,7 +3,7 @@
 `launch.py` is only flags around it, so tests and notebooks call the same function. It checks
 the config and the devices before the first write, takes the workdir's writer lock, records the
 config, and hands over to the experiment named by `config.experiment` (resolved on use from
-jaxcap.experiments.registry). A finished run says so and only prints its summary again.
+jaxcap.config.registry). A finished run says so and only prints its summary again.
 """
 
 from __future__ import annotations

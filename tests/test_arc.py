@@ -9,6 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from arc_grids import DRAW, PUZZLES, unpad
+from arc_grids import parse_slot as _parse_slot
+from helpers import run_smoke as _smoke
+from helpers import success as _success
 
 from jaxcap import tasks
 from jaxcap.config.fields import ConfigError
@@ -66,10 +70,6 @@ def slow_serialize(grids, g):
     return out
 
 
-def unpad(canvas):
-    return [[v for v in row if v != ag.PAD] for row in np.asarray(canvas).tolist() if row[0] != ag.PAD]
-
-
 def test_primitives_match_slow_reference():
     rng = np.random.default_rng(0)
     g = 6
@@ -95,16 +95,6 @@ def _maps_with_permutation(pairs, prim, table=None):
             if expect != b or (a == 0 and b != 0):
                 return False
     return len(set(colours.values())) == len(colours)
-
-
-PUZZLES = tasks.build({"name": "arc", "size": 4, "min_size": 2, "n_demos": 3, "n_colours": 5})
-DRAW = jax.jit(lambda key, knobs: PUZZLES.draw(key, knobs, 40))  # one compile for every level
-
-
-def _parse_slot(tokens, g):
-    """One G x (G + 1) slot -> its grid: the rows that end in ROW, without PAD cells."""
-    rows = [tokens[r * (g + 1) : (r + 1) * (g + 1)] for r in range(g)]
-    return [[v for v in row[:g] if v != ag.PAD] for row in rows if row[g] == ag.ROW]
 
 
 LADDER = [i for i, (_, family, _, _) in enumerate(LEVELS) if family in FAMILIES]  # see test_arc_objects
@@ -260,8 +250,6 @@ def test_real_arcagi1_probe():
 
 @pytest.mark.slow
 def test_arc_smoke_learns_a_fixed_flip_of_3x3_grids(tmp_path):
-    from test_task_suite import _smoke, _success
-
     levels = _smoke("configs/arc.py:smoke", tmp_path)
     rows = levels[("", 0, 3, 3)]  # level 0 (fliplr), size 3, 3 colours
     assert rows[0]["success_metric"] == "test_exact" and rows[0]["family"] == "arc"

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_arc import DRAW, PUZZLES, _parse_slot
+from arc_grids import DRAW, PUZZLES
+from arc_grids import parse_slot as _parse_slot
 
 from jaxcap import tasks
 from jaxcap.tasks.arc import objects as ao

@@ -10,7 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_arc import _parse_slot, unpad
+from arc_grids import parse_slot as _parse_slot
+from arc_grids import unpad
+from helpers import CONFIGS, load_module, rows_by_level, smoke_config, success
 
 from jaxcap import tasks
 from jaxcap.config.fields import ConfigError
@@ -213,11 +215,9 @@ def test_real_shape_anchors():
 
 
 def test_shape_configs_validate_and_impossible_outputs_fail_before_compiling():
-    from test_config import CONFIGS, _load
-
     from jaxcap.config.base import validate
 
-    configs = {path.stem: _load(path) for path in CONFIGS}
+    configs = {path.stem: load_module(path) for path in CONFIGS}
     validate(configs["calibrate"].get_config("domains"))
     c = configs["arc"].get_config("shapes")
     validate(c)
@@ -229,8 +229,6 @@ def test_shape_configs_validate_and_impossible_outputs_fail_before_compiling():
 
 @pytest.mark.slow
 def test_a_tiny_model_learns_a_fixed_tiling_of_2x2_grids(tmp_path):
-    from test_task_suite import _rows_by_level, _success, smoke_config
-
     from jaxcap.run import run
 
     config = smoke_config("configs/arc.py:smoke")  # a tiny model (d_model 32)
@@ -238,6 +236,6 @@ def test_a_tiny_model_learns_a_fixed_tiling_of_2x2_grids(tmp_path):
     config.sweep.task.level = (21,)  # tile 2 x 2: 2 x 2 grids -> 4 x 4 outputs on a 4 x 4 canvas
     config.train.steps = 300  # learned by step 200 when measured
     run(config, str(tmp_path))
-    (rows,) = _rows_by_level(tmp_path).values()
+    (rows,) = rows_by_level(tmp_path).values()
     assert rows[0]["knobs"] == {"level": 21, "size": 2, "n_colours": 3}
-    assert min(_success(rows)) >= 0.95 and rows[0]["final"]["val_accuracy"] >= 0.99, rows[0]["final"]
+    assert min(success(rows)) >= 0.95 and rows[0]["final"]["val_accuracy"] >= 0.99, rows[0]["final"]

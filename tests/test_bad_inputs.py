@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_launch import ENV, SMOKE, launch
-from test_store import HOLD
+from helpers import ENV, HOLD, ROOT, launch
+from helpers import MODMOD_SMOKE as SMOKE
 
 from jaxcap.config.base import load_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
@@ -25,7 +25,6 @@ from jaxcap.launch import one_line
 from jaxcap.results.store import Store
 from jaxcap.run import run
 
-ROOT = Path(__file__).resolve().parents[1]
 LOCK = ".lock"  # the writer's lock file: the one file a run creates before its checks of the workdir
 
 

@@ -5,12 +5,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
+
+from helpers import ROOT
 
 from jaxcap.benchmarks import cost as bench_cost
 from jaxcap.benchmarks import probe as bench_probe
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--models", "small", "--steps", "2", "--repeats", "1", "--trials", "1"]
 
 

@@ -3,19 +3,16 @@ the table built from their members.jsonl, fit, validation, report, predict on th
 a rerun reuses everything; family config errors are one line naming the field."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ENV, ROOT
 
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 
-ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ["--config", "configs/calibrate.py:smoke"]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def launch(*args, check=True, config=SMOKE):

@@ -4,16 +4,15 @@ configs/capacity.py:smoke end to end."""
 
 import json
 import math
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import killer as kill_after
+from helpers import ROOT
+from helpers import killer as killer_script
+from helpers import launch as _launch
 
 from jaxcap import tasks
 from jaxcap.config.base import load_config
@@ -24,8 +23,6 @@ from jaxcap.experiments.capacity import fit as capacity_fit
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.models import ModelConfig
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bits(logits, targets, weights=None):
@@ -234,14 +231,12 @@ def test_tiny_dataset_is_memorized_and_a_huge_one_plateaus():
     assert (np.abs(metrics["val_accuracy"] - 1 / 16) < 0.06).all(), metrics["val_accuracy"]
 
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SMOKE = ["--config", "configs/capacity.py:smoke"]
 
 
 def launch(workdir, *args, killer: int = 0) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", kill_after(killer)] if killer else [sys.executable, "-m", "jaxcap.launch"]
-    cmd += [*SMOKE, "--workdir", str(workdir), *args]
-    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    code = killer_script(killer) if killer else ""
+    return _launch(*SMOKE, "--workdir", workdir, *args, killer_code=code, check=False, timeout=900)
 
 
 @pytest.fixture(scope="module")

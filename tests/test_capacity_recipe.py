@@ -4,16 +4,15 @@ bad recipe configs, and an annealed + searched capacity run that resumes to the 
 
 import json
 import math
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import killer as kill_after
+from helpers import ENV, ROOT, killer
+from helpers import launch as launch_cmd
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.config.fields import ConfigError
@@ -23,8 +22,6 @@ from jaxcap.experiments.capacity import run as capacity_run
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
@@ -185,13 +182,11 @@ RECIPE_ARGS = [
     "--config.sweep.hparams.learning_rate=(0.01,0.02)",
     "--config.sweep.hparams.b2=(0.98,0.999)",
 ]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def _launch(workdir, killer: int = 0) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", kill_after(killer)] if killer else [sys.executable, "-m", "jaxcap.launch"]
-    cmd += [*RECIPE_ARGS, "--workdir", str(workdir)]
-    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+def _launch(workdir, appends: int = 0) -> subprocess.CompletedProcess:
+    code = killer(appends) if appends else ""
+    return launch_cmd(*RECIPE_ARGS, "--workdir", workdir, killer_code=code, check=False, timeout=900)
 
 
 @pytest.mark.slow
@@ -228,7 +223,7 @@ def test_search_and_annealed_budgets_resume_to_the_same_bytes(tmp_path):
     assert "annealed budget" in out.stdout and "recipe of" in out.stdout
     for appends in (4, 25):
         dead = tmp_path / f"killed{appends}"
-        killed = _launch(dead, killer=appends)
+        killed = _launch(dead, appends)
         assert killed.returncode == 137, killed.stderr[-2000:]
         resumed = _launch(dead)
         assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -11,14 +11,12 @@ from pathlib import Path
 
 import optuna
 import pytest
+from helpers import ROOT
 from optuna.trial import TrialState
-from test_workers import postgres  # noqa: F401  (the fixture)
 
 from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.results.store import Store
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # one claimer: waits for the start signal (a file), then claims one trial at a time until none is left
 CLAIMER = """

@@ -4,16 +4,15 @@ argument, a misspelt flag (named as unknown), a bad --sizes or a missing flag is
 and the HPO report's history and importance figures are drawn by optuna.visualization."""
 
 import importlib
-import os
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
+from helpers import ENV as BASE_ENV
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+ENV = {**BASE_ENV, "JAX_PLATFORMS": "cpu"}
 
 
 def cli(module, *args):

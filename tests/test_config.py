@@ -1,21 +1,11 @@
 """Every config file and variant validates; validation catches what a run could not do."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from helpers import CONFIGS
+from helpers import load_module as _load
 
 from jaxcap.config.base import base_config, parse_arg, validate
 from jaxcap.config.fields import ConfigError
-
-CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.py"))
-
-
-def _load(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)

@@ -6,13 +6,12 @@ sections) plus the enhance and ablate configs' validity."""
 import dataclasses
 import json
 import math
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ENV, ROOT
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.config.fields import ConfigError
@@ -26,9 +25,6 @@ from jaxcap.meta.data import arch_fields, build_table, save_table
 from jaxcap.meta.fit import Posterior, summarize
 from jaxcap.models import ModelConfig
 from jaxcap.results.store import Store
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 @pytest.mark.parametrize(

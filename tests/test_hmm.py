@@ -5,18 +5,17 @@ Monte Carlo optimum, and a tiny learning test (2 states, within 0.1 bits of the 
 
 import itertools
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import ROOT
 
 from jaxcap import tasks
 from jaxcap.config.base import load_config
 from jaxcap.tasks.hmm import HMMLanguage, forward
 
-ROOT = Path(__file__).resolve().parents[1]
 CFG = {
     "vocab": 3,
     "states": 2,

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import ROOT
 
 from jaxcap import tasks
 from jaxcap.config.base import load_config
@@ -22,7 +23,6 @@ from jaxcap.run import run
 from jaxcap.tasks import pcfg, shakespeare
 from jaxcap.tasks.language import chain_stationary
 
-ROOT = Path(__file__).resolve().parents[1]
 PCFG = {"name": "pcfg", "vocab": 6, "n_rules": 3, "width": 2, "branching": 2, "depth": 3, "length": 40}
 MARKOV = {"name": "markov", "vocab": 4, "order": 2, "length": 24, "concentration": 0.5}
 

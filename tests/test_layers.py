@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 LAYERS = (  # bottom first; a module's layer is its longest matching prefix
     ("jaxcap.config.fields",),
     ("jaxcap.tasks", "jaxcap.models"),

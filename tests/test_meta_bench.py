@@ -3,15 +3,13 @@ command, not a timed test), and benchmarks the NUTS settings calibrate uses by d
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from jaxcap.config.base import load_config
 from jaxcap.meta import bench as meta_bench
 from jaxcap.meta import fit as meta_fit
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_default_nuts_settings_are_calibrates():

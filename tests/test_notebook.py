@@ -6,15 +6,14 @@ found from the repository, every bucket it holds, refuses (without creating it) 
 was told to read, and on a fresh runtime with no run makes a smoke run first."""
 
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 kernelspec = pytest.importorskip("ipykernel.kernelspec")
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 QUICKSTART = NOTEBOOKS / "quickstart.ipynb"
 INSPECT = NOTEBOOKS / "inspect_run.ipynb"

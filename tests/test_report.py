@@ -6,9 +6,9 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from jaxcap import report as report_cli
 from jaxcap.config.base import load_config
@@ -17,7 +17,6 @@ from jaxcap.reports.summary import fmt_bits
 from jaxcap.results.store import Store
 from jaxcap.run import run
 
-ROOT = Path(__file__).resolve().parents[1]
 FIGURES = (
     "accuracy_vs_complexity.png",
     "success_vs_complexity.png",

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcap.config.base import load_config
 from jaxcap.config.fields import ConfigError
 from jaxcap.tasks.base import Split
 from jaxcap.tasks.sentiment import FILLERS, LEVELS, WINDOW, Sentiment, class_splits, macro_f1
@@ -244,8 +245,6 @@ def test_fetch_rejects_a_wrong_sha256(tmp_path, monkeypatch):
 
 @needs_wheels
 def test_smoke_learns_the_lexicon_lookup(tmp_path):
-    from test_task_suite import load_config
-
     from jaxcap.results.store import Store
     from jaxcap.run import run
 
@@ -257,8 +256,6 @@ def test_smoke_learns_the_lexicon_lookup(tmp_path):
 
 @pytest.mark.slow
 def test_vader_smoke_runs_from_its_config_on_a_fixture(tmp_path):
-    from test_task_suite import load_config
-
     from jaxcap.results.store import Store
     from jaxcap.run import run
 
@@ -293,8 +290,6 @@ def test_rule_agrees_with_vaders_own_analyzer(drawn, level):
 
 @needs_wheels
 def test_every_variant_validates(tmp_path):
-    from test_task_suite import load_config
-
     from jaxcap.config.base import validate
 
     for variant in ("", ":smoke", ":full"):

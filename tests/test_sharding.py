@@ -6,7 +6,6 @@ a smaller vmapped batch, so XLA may order a reduction differently), not bit for 
 """
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -15,15 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import killer
+from helpers import ENV, ROOT, killer
 
-ROOT = Path(__file__).resolve().parents[1]
 # 4 moduli x 2 seeds = 8 members: divisible by 8 devices and by 2 processes x 4 devices
 SMOKE = ["--config", "configs/modmod.py:smoke", "--config.sweep.task.modulus=(5,7,10,13)"]
 
 
 def _run(args, devices: int, **popen):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_NUM_CPU_DEVICES": str(devices)}
+    env = {**ENV, "JAX_NUM_CPU_DEVICES": str(devices)}
     return subprocess.Popen(
         args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen
     )

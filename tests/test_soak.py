@@ -4,7 +4,6 @@ left RUNNING, and each value equals a single-worker run's value of the same tria
 
 import pytest
 from soak import soak
-from test_workers import postgres  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow  # a few minutes: several worker processes per storage
 

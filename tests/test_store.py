@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import HOLD, delay_json_saves
 
 from jaxcap.results.store import Store, WorkdirError, WorkdirLocked, WorkdirMismatch, clean
 
@@ -104,15 +105,6 @@ def test_a_torn_member_row_is_quarantined_when_the_table_is_rewritten(tmp_path):
     assert "{broken" in (tmp_path / "members.jsonl.quarantine").read_text()
 
 
-HOLD = """
-import sys, time
-from jaxcap.results.store import Store
-with Store(sys.argv[1]).writer():
-    print("holding", flush=True)
-    time.sleep(600)
-"""
-
-
 def test_one_writer_per_workdir_and_a_kill_releases_the_lock(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
@@ -157,8 +149,6 @@ STATE = {"w": np.arange(6.0, dtype=np.float32)}
 def test_the_cursor_saved_is_a_copy_even_when_the_save_is_late(tmp_path, monkeypatch):
     """Orbax serializes the cursor on its own thread; the host loop mutates its cursor right after
     handing it over (as run.py does): the checkpoint must hold the cursor as it was."""
-    from test_launch import delay_json_saves
-
     from jaxcap.core.checkpoint import PopulationCheckpoints
 
     delay_json_saves(monkeypatch, 0.3)

@@ -3,29 +3,26 @@ the seed means, pruned members stop updating, a search beats a bad baseline, and
 shared sweep ends with exactly its budget of trials."""
 
 import json
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import optuna
 import pytest
-from conftest import killer as kill_after
+from helpers import HPO_SMOKE as SMOKE
+from helpers import check_budget as _check_budget
+from helpers import finish as _finish
+from helpers import hpo_smoke_config as _smoke_config
+from helpers import killer, run_killed_then_resumed, start
+from helpers import objective as _objective
 from optuna.trial import TrialState
 
-from jaxcap.config.base import base_config, load_config, validate
+from jaxcap.config.base import base_config, validate
 from jaxcap.config.fields import ConfigError
 from jaxcap.config.search_space import add_study
 from jaxcap.core.population import HPARAM_NAMES, stack
 from jaxcap.experiments.hpo import rounds, sweep
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.results.store import Store
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-SMOKE = ["--config", "configs/modmod_hpo.py:smoke", "--config.runtime.progress=False"]
 
 
 def _config(moduli=(10,), n_trials=4, batch=4, steps=40):
@@ -41,10 +38,6 @@ def _config(moduli=(10,), n_trials=4, batch=4, steps=40):
     c.study.update(n_trials=n_trials, batch_trials=batch, n_startup_trials=batch, storage="journal")
     c.runtime.progress = False
     return c
-
-
-def _objective(row, penalty=0.5):
-    return row["final"]["val_accuracy"] - penalty * max(row["final"]["gap"], 0.0)
 
 
 def test_a_round_is_trials_times_seeds_members_with_the_suggested_values(tmp_path):
@@ -217,43 +210,11 @@ def test_samplers_pruners_and_objectives_finish_their_budget(tmp_path, sampler, 
 
 # Dies like SIGKILL (nothing flushed or closed) right after the 6th eval was stored: inside the
 # second round (4 evals per round), after its first checkpoint.
-KILLER = kill_after(6)
+KILLER = killer(6)
 
 
 def _launch(*args, killer=False):
-    cmd = [sys.executable, "-c", KILLER] if killer else [sys.executable, "-m", "jaxcap.launch"]
-    return subprocess.Popen(
-        cmd + [*SMOKE, *args], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def _finish(proc, code=0):
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == code, f"exit {proc.returncode}\n{out[-3000:]}\n{err[-3000:]}"
-    return out
-
-
-def _smoke_config(storage=""):
-    c = load_config(f"{ROOT / 'configs' / 'modmod_hpo.py'}:smoke")
-    c.study.storage = storage
-    return c
-
-
-def _check_budget(c, storage_root, workdirs):
-    """Every study holds exactly its budget, all finished, each trial's seeds in one workdir."""
-    rows = [r for w in workdirs for r in Store(w).member_rows()]
-    storage = study_lib.make_storage(c.study.storage, storage_root)
-    for level in study_lib.levels(c):
-        name = study_lib.study_name(c, "modulo", level)
-        trials = optuna.load_study(study_name=name, storage=storage).trials
-        assert [t.number for t in trials] == list(range(c.study.n_trials))
-        assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) for t in trials)
-        seeds = sorted((r["trial"], r["seed"]) for r in rows if r["study"] == name)
-        assert seeds == [(t, s) for t in range(c.study.n_trials) for s in range(c.sweep.seeds)], name
-        for t in trials:
-            if t.state == TrialState.COMPLETE:
-                mine = [_objective(r) for r in rows if r["study"] == name and r["trial"] == t.number]
-                assert t.values[0] == pytest.approx(np.mean(mine), rel=1e-12)
+    return start(*SMOKE, *args, killer_code=KILLER if killer else "")
 
 
 def test_kill_and_resume_finishes_the_budget_with_no_lost_or_duplicated_trials(tmp_path):
@@ -318,8 +279,6 @@ def _sweep_phases():
 @pytest.mark.parametrize("phase", list(_sweep_phases()))
 def test_a_sweep_killed_at_any_phase_resumes_to_the_same_trials(tmp_path, monkeypatch, straight_sweep, phase):
     """Kill anywhere in a round, rerun: the same trials (params, values), byte-identical tables."""
-    from test_launch import run_killed_then_resumed
-
     run_killed_then_resumed(
         monkeypatch, lambda w: sweep.run_sweep(_phases_config(), Store(w)), tmp_path, _sweep_phases()[phase]
     )

@@ -7,19 +7,18 @@ learn."""
 
 import itertools
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import run_smoke as _smoke
+from helpers import smoke_config
+from helpers import success as _success
 
 from jaxcap import tasks
-from jaxcap.config.base import load_config, validate
+from jaxcap.config.base import validate
 from jaxcap.config.fields import ConfigError
-from jaxcap.run import run
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _draw(cfg, knobs, n=200, key=0, grid=None):
@@ -126,12 +125,6 @@ def test_triangle_matches_brute_force():
     assert task.complexity_bits({}) == pytest.approx(math.log2(20))
 
 
-def smoke_config(spec: str):
-    config = load_config(ROOT / spec)
-    config.runtime.progress = False
-    return config
-
-
 @pytest.mark.parametrize(
     "spec,override,message",
     [
@@ -154,30 +147,6 @@ def test_impossible_configs_are_one_line_errors(spec, override, message):
     with pytest.raises(ConfigError, match=message) as error:
         validate(config)
     assert "\n" not in str(error.value)
-
-
-def _rows_by_level(workdir):
-    from jaxcap.results.store import Store
-
-    rows = Store(workdir).member_rows()
-    for row in rows:
-        for field in ("family", "knobs", "complexity_bits", "chance", "success_metric", "success"):
-            assert field in row, field
-    levels = {}
-    for row in rows:
-        levels.setdefault((row["bucket_label"], *row["knobs"].values()), []).append(row)
-    return levels
-
-
-def _success(rows):
-    return [r["final"][r["success_metric"]] for r in rows]
-
-
-def _smoke(spec, tmp_path):
-    run(smoke_config(spec), str(tmp_path))
-    for name in ("report.md", "success_vs_complexity.png", "dynamics.png", "generalization_gap.png"):
-        assert (tmp_path / "report" / name).exists(), name
-    return _rows_by_level(tmp_path)
 
 
 @pytest.mark.slow

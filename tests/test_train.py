@@ -6,11 +6,12 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import HP
 
 from jaxcap.core import train
-from jaxcap.core.population import Member, stack
+from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, eval_budget, make_optimizer, make_population
+
+HP = {**DEFAULT_HPARAMS, "learning_rate": 3e-3}
 
 
 def _members(*overrides, seeds=None):

@@ -3,35 +3,20 @@ processes with their own workdirs share them on a journal file or a PostgreSQL s
 with exactly the budget, no trial lost or run twice. And the launch/ scripts cannot rot: each
 parses, documents itself, and uses only flags that exist in the configs it names."""
 
-import contextlib
 import itertools
 import re
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
-from postgres_server import Unavailable, postgres_url
-from test_sweep import _check_budget, _finish, _launch, _smoke_config
+from helpers import HPO_SMOKE, ROOT, check_budget, finish, hpo_smoke_config, start
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.config.fields import ConfigError
 from jaxcap.experiments.hpo import study as study_lib
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted([*(ROOT / "launch").glob("*.sh"), *(ROOT / "launch").glob("*.sbatch")])
 PLACEHOLDERS = {"x", "x.y", "a.b"}  # `[--config.x=y ...]` in usage lines
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    """A PostgreSQL URL (JAXCAP_TEST_POSTGRES_URL or a throwaway server); skip if there is none."""
-    with contextlib.ExitStack() as stack:
-        try:
-            url = stack.enter_context(postgres_url())
-        except Unavailable as e:
-            pytest.skip(f"no PostgreSQL server: {e}")
-        yield url
 
 
 # the smoke sweep cut to 2 trials per level, one per round, of 20 steps: a worker costs its start,
@@ -40,7 +25,7 @@ SHARED = ("--config.study.n_trials=2", "--config.study.batch_trials=1", "--confi
 
 
 def _config(storage: str, name: str = ""):
-    c = _smoke_config(storage)
+    c = hpo_smoke_config(storage)
     c.study.update(n_trials=2, batch_trials=1, name=name)
     c.train.steps = 20
     validate(c)
@@ -49,21 +34,21 @@ def _config(storage: str, name: str = ""):
 
 def _workers(tmp_path, args, n=2):
     """n workers on the smoke sweep, each with its own workdir; wait for all of them."""
-    procs = [_launch(*SHARED, *args, "--workdir", str(tmp_path / f"w{i}")) for i in range(n)]
+    procs = [start(*HPO_SMOKE, *SHARED, *args, "--workdir", str(tmp_path / f"w{i}")) for i in range(n)]
     for proc in procs:
-        _finish(proc)
+        finish(proc)
     return [tmp_path / f"w{i}" for i in range(n)]
 
 
 def test_studies_created_once_then_two_workers_share_a_journal_file(tmp_path):
     storage = f"--config.study.storage={tmp_path / 'shared.log'}"
-    out = _finish(_launch(*SHARED, storage, "--create_studies"))
+    out = finish(start(*HPO_SMOKE, *SHARED, storage, "--create_studies"))
     levels = [f"modulo/modulus={n}" for n in (5, 7, 10)]
     assert out.splitlines() == [f"created {name}: 2 trials (2 waiting)" for name in levels]
     c = _config(str(tmp_path / "shared.log"))
     again = study_lib.create_studies(c, tmp_path)  # idempotent: nothing new, no budget queued twice
     assert again == [f"exists  {name}: 2 trials (2 waiting)" for name in levels]
-    _check_budget(c, tmp_path, _workers(tmp_path, [storage]))
+    check_budget(c, tmp_path, _workers(tmp_path, [storage]))
     for line in study_lib.create_studies(c, tmp_path):  # finished: nothing waiting or running
         assert re.fullmatch(
             r"exists  modulo/modulus=\d+: 2 trials \((\d (complete|fail|pruned)(, )?)+\)", line
@@ -76,7 +61,7 @@ def test_workers_share_studies_on_postgresql(tmp_path, postgres):
     created = study_lib.create_studies(c, tmp_path)  # the same function as --create_studies
     assert created == [f"created {name}/modulus={n}: 2 trials (2 waiting)" for n in (5, 7, 10)]
     args = (f"--config.study.storage={postgres}", f"--config.study.name={name}")
-    _check_budget(c, tmp_path, _workers(tmp_path, args))
+    check_budget(c, tmp_path, _workers(tmp_path, args))
 
 
 def test_create_studies_refuses_a_config_without_a_study(tmp_path):

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ROOT
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.config.fields import ConfigError
 from jaxcap.core.population import Member
 from jaxcap.training import writers
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def smoke(**overrides):

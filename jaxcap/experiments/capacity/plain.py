@@ -1,7 +1,7 @@
 """A plain, independent implementation of the capacity protocol: the check on jaxcap's number.
 
 Capacity is a maximum over training procedures, so jaxcap's recipe must store at least what an
-obvious implementation of the same protocol stores (DESIGN.md, "Measurement protocol"). This
+obvious implementation of the same protocol stores (docs/capacity.md). This
 module is that implementation, written without anything from jaxcap's model, trainer, task or
 scoring code: a GPT-style pre-LayerNorm Transformer [1] in plain `jax.numpy` (learned token and
 position embeddings, causal multi-head attention, GELU MLP, biases everywhere, final LayerNorm,
