@@ -12,12 +12,12 @@ import jax
 import ml_collections
 
 from jaxcap.config.base import validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import plan
 from jaxcap.config.registry import EXPERIMENTS, resolve, setup
 from jaxcap.core import sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
 from jaxcap.experiments.population import identity
+from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store
 from jaxcap.training import writers
 

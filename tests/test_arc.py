@@ -15,7 +15,7 @@ from helpers import run_smoke as _smoke
 from helpers import success as _success
 
 from jaxcap import tasks
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 from jaxcap.tasks.arc import grids as ag
 from jaxcap.tasks.arc import real as arc_real
 from jaxcap.tasks.arc.task import FAMILIES, LEVELS, fixed_colour_map

@@ -15,7 +15,7 @@ from arc_grids import unpad
 from helpers import CONFIGS, load_module, rows_by_level, smoke_config, success
 
 from jaxcap import tasks
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 from jaxcap.tasks.arc import grids as ag
 from jaxcap.tasks.arc import real as arc_real
 from jaxcap.tasks.arc import shapes as ash

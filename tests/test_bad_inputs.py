@@ -394,7 +394,7 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     (tmp_path / "home").chmod(0o777)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     probe = subprocess.run(
-        [*as_user, sys.executable, "-c", "import jaxcap.config.fields"],
+        [*as_user, sys.executable, "-c", "import jaxcap.fields"],
         cwd=ROOT,
         env=env,
         capture_output=True,

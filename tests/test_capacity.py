@@ -365,8 +365,8 @@ def _smoke_config():
 
 def test_config_errors_name_the_field():
     from jaxcap.config.base import validate
-    from jaxcap.config.fields import ConfigError
     from jaxcap.experiments.capacity import run as capacity_run
+    from jaxcap.fields import ConfigError
 
     config = _smoke_config()
     validate(config)

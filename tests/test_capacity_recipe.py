@@ -15,11 +15,11 @@ from helpers import ENV, ROOT, killer
 from helpers import launch as launch_cmd
 
 from jaxcap.config.base import load_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.core.train import TrainSettings, unit_schedule
 from jaxcap.experiments.capacity import ablation, plain, recipe
 from jaxcap.experiments.capacity import run as capacity_run
 from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
 

@@ -5,7 +5,7 @@ from helpers import CONFIGS
 from helpers import load_module as _load
 
 from jaxcap.config.base import base_config, parse_arg, validate
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)

@@ -3,9 +3,9 @@
 import pytest
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import bucket_configs, parse_overrides, plan
 from jaxcap.config.registry import EXPERIMENTS, resolve
+from jaxcap.fields import ConfigError
 
 
 def _config(*buckets):

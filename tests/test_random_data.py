@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from jaxcap import tasks
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 LABELS = {"name": "random_labels", "vocab_size": 16, "seq_len": 8, "n_classes": 10}
 TOKENS = {"name": "random_tokens", "vocab_size": 7, "seq_len": 6}

@@ -12,7 +12,7 @@ import pytest
 
 from configs import rna as rna_config
 from jaxcap import tasks
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 from jaxcap.reports import rna as rna_eval
 from jaxcap.run import run
 from jaxcap.tasks.rna import fold as rna_fold

@@ -5,9 +5,9 @@ import optuna
 import pytest
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.search_space import add_study, baseline_params, parse_space, suggest
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.fields import ConfigError
 
 
 def _config(**search):

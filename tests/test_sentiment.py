@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from jaxcap.config.base import load_config
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 from jaxcap.tasks.base import Split
 from jaxcap.tasks.sentiment import FILLERS, LEVELS, WINDOW, Sentiment, class_splits, macro_f1
 from jaxcap.tasks.vader import data as vader_data

@@ -17,11 +17,11 @@ from helpers import objective as _objective
 from optuna.trial import TrialState
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.search_space import add_study
 from jaxcap.core.population import HPARAM_NAMES, stack
 from jaxcap.experiments.hpo import rounds, sweep
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store
 
 

@@ -18,7 +18,7 @@ from helpers import success as _success
 
 from jaxcap import tasks
 from jaxcap.config.base import validate
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 
 def _draw(cfg, knobs, n=200, key=0, grid=None):

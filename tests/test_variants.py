@@ -13,11 +13,11 @@ from flax import nnx
 
 from jaxcap import tasks
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import plan
 from jaxcap.core.population import stack
 from jaxcap.core.runtime import numerics
 from jaxcap.core.train import make_population
+from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig, Transformer, param_count
 from jaxcap.models.embeddings import angular_features, angular_logits, rotary, task_numbers
 from jaxcap.models.quantize import fake_quant, quantize_params

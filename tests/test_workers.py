@@ -12,8 +12,8 @@ import pytest
 from helpers import HPO_SMOKE, ROOT, check_budget, finish, hpo_smoke_config, start
 
 from jaxcap.config.base import load_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.fields import ConfigError
 
 SCRIPTS = sorted([*(ROOT / "launch").glob("*.sh"), *(ROOT / "launch").glob("*.sbatch")])
 PLACEHOLDERS = {"x", "x.y", "a.b"}  # `[--config.x=y ...]` in usage lines

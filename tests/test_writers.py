@@ -14,8 +14,8 @@ import pytest
 from helpers import ROOT
 
 from jaxcap.config.base import load_config, validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.core.population import Member
+from jaxcap.fields import ConfigError
 from jaxcap.training import writers
 
 

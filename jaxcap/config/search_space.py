@@ -27,8 +27,8 @@ from typing import Any
 
 import ml_collections
 
-from jaxcap.config.fields import Bool, Choice, ConfigError, Float, Int, Str
 from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str
 from jaxcap.models.config import MODEL_FIELDS
 
 SAMPLERS = ("tpe", "gp", "random", "qmc", "nsga2")

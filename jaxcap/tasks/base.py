@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from jaxcap.config.fields import ConfigError, Float, Int
+from jaxcap.fields import ConfigError, Float, Int
 from jaxcap.tasks import holdout
 from jaxcap.tasks.split import Split
 

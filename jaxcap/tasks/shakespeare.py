@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Float, Int, Str
+from jaxcap.fields import ConfigError, Float, Int, Str
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
 
 GENRES = ("comedies", "histories", "problems", "roman", "romances", "tragedies")

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tarfile
 
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 VERSION = "3.3.2"
 SDIST = f"vaderSentiment-{VERSION}.tar.gz"
