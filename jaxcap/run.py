@@ -13,7 +13,7 @@ import ml_collections
 
 from jaxcap.config.base import validate
 from jaxcap.config.plan import plan
-from jaxcap.config.registry import EXPERIMENTS, resolve, setup
+from jaxcap.config.registry import EXPERIMENTS, check, resolve, setup
 from jaxcap.core import sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
 from jaxcap.experiments.population import identity
@@ -27,6 +27,7 @@ def run(config: ml_collections.ConfigDict, workdir: str):
     setup(config)  # the experiment's set-up before JAX starts (calibrate: a device per NUTS chain)
     sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
     validate(config)
+    check(config)  # the experiment's own checks (capacity, calibrate), also before any write
     check_devices(config)
     if config.runtime.compilation_cache != "off":
         cache = config.runtime.compilation_cache

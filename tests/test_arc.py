@@ -134,6 +134,7 @@ def test_puzzles_follow_their_level(level):
 GRIDS = jax.jit(jax.vmap(PUZZLES.puzzle, (0, None)))
 
 
+@pytest.mark.slow
 def test_inferred_rules_vary_and_fixed_rules_do_not():
     def rules_used(level):
         knobs = {"level": jnp.int32(level), "size": jnp.int32(4), "n_colours": jnp.int32(10)}

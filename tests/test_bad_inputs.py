@@ -49,6 +49,25 @@ def hpo(**edits):
     return c
 
 
+def capacity(**edits):
+    c = load_config(f"{ROOT / 'configs' / 'capacity.py'}:smoke")
+    c.runtime.progress = False
+    for path, value in edits.items():
+        section, field = path.split(".")
+        c[section][field] = value
+    return c
+
+
+def calibrate_bad_override():
+    """configs/calibrate.py:smoke whose first family sets a model field to a value not allowed:
+    only that family's derived config can see it."""
+    c = load_config(f"{ROOT / 'configs' / 'calibrate.py'}:smoke")
+    c.runtime.progress = False
+    name = next(iter(c.calibrate.families))
+    c.calibrate.families[name] = {**c.calibrate.families[name], "overrides": "model.norm=layer"}
+    return c
+
+
 def existing(config, files: dict[str, str | bytes] | None = None) -> Callable[[Path], Path]:
     """A workdir holding a run of `config` (its config.json) and `files`."""
 
@@ -235,6 +254,17 @@ CASES = {
     "compilation cache under a file": Case(
         cache_under_a_file, fresh, "config.runtime.compilation_cache: cannot write"
     ),
+    # the experiment's own checks (config.registry's `check`): before the first write too
+    "capacity exposures not ascending": Case(
+        _config(capacity(**{"capacity.exposures": (100.0, 10.0)})),
+        fresh,
+        "config.capacity.exposures: got (100.0, 10.0); allowed: a non-empty ascending tuple",
+    ),
+    "calibrate family with a bad override": Case(
+        lambda t: calibrate_bad_override(),
+        fresh,
+        "config.calibrate.families.",
+    ),
     # the run itself
     "every member diverged": Case(
         _config(smoke(**{"hparams.learning_rate": 1e35})),
@@ -291,6 +321,7 @@ def _stderr_line(out) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_launcher_refuses_a_stray_argument(tmp_path):
     out = launch(*SMOKE, "smoke", "--workdir", str(tmp_path / "w"), check=False)
     assert _stderr_line(out).startswith("usage error: unexpected argument 'smoke'; allowed: flags only")
@@ -318,6 +349,7 @@ LAUNCH_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(LAUNCH_CASES))
 def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
     args, start, within = LAUNCH_CASES[name]
@@ -327,6 +359,7 @@ def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
     assert not (tmp_path / "w").exists()  # the lock taken first is removed with its empty workdir
 
 
+@pytest.mark.slow
 def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp_path):
     workdir = tmp_path / "w"
     existing(smoke())(tmp_path)
@@ -350,6 +383,7 @@ def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp
         holder.wait()
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback_of_an_input_error(tmp_path):
     existing(smoke(), {"config.json": "{"})(tmp_path)
     out = launch(*SMOKE, "--workdir", str(tmp_path / "w"), "--debug", check=False)
@@ -384,6 +418,7 @@ def open_tmp():
 WRITE_PROTECTED = ("finished", "ro", "cache")
 
 
+@pytest.mark.slow
 def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     """A read-only finished run, a workdir in a directory not writable, an unwritable cache."""
     as_user = [] if os.geteuid() else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -451,6 +486,7 @@ def _one_line_on_stderr(out) -> str:
     return _stderr_line(out)
 
 
+@pytest.mark.slow
 def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path):
     from jaxcap.core.checkpoint import PopulationCheckpoints
 
@@ -482,6 +518,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount)])
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small_disk):
     workdir = small_disk / "w"
     out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir), check=False)

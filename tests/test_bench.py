@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from helpers import ROOT
 
 from jaxcap.benchmarks import cost as bench_cost
@@ -24,6 +25,7 @@ def _bench(*args, devices=1, stderr=None) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_population_vs_one_after_another_json():
     stderr = []
     report = _bench("--sizes", "1,2", stderr=stderr)
@@ -35,12 +37,14 @@ def test_population_vs_one_after_another_json():
         assert r["speedup_vs_sequential"] > 0 and r["params"] > 0
 
 
+@pytest.mark.slow
 def test_sharded_vs_one_device_json():
     (row,) = _bench("--sharded", "--sizes", "2", devices=2)["results"]
     assert row["devices"] == 2 and row["P"] == 2
     assert row["sharded_model_steps_per_s"] > 0 and row["single_device_model_steps_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_cost_json_counts_bfloat16_matmul_traffic_at_half_of_float32():
     report = _bench("--cost", "--sizes", "2")
     assert report["matmul_counted"].startswith("dot operands + results of the lowered")

@@ -12,6 +12,8 @@ from helpers import ENV, ROOT
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
+
 SMOKE = ["--config", "configs/calibrate.py:smoke"]
 
 

@@ -248,6 +248,7 @@ def smoke(tmp_path_factory):
     return workdir, out.stdout
 
 
+@pytest.mark.slow
 def test_capacity_smoke_end_to_end_then_report_and_resume(smoke):
     workdir, stdout = smoke
     assert "bits per parameter at each exposure budget" in stdout and "over the last doubling" in stdout
@@ -337,6 +338,7 @@ def test_saturated_capacity_agrees_at_two_budgets_past_saturation(tmp_path):
     assert abs(long["bits"] - short["bits"]) <= 0.05 * long["bits"], (short["bits"], long["bits"])
 
 
+@pytest.mark.slow
 def test_killed_capacity_run_resumes_to_the_same_bytes(smoke, tmp_path):
     """Killed after the 4th eval of b1n8 (step 80; 3 + 5 + 10 + 20 evals of the first architecture,
     3 of b1n4 before it), so its step-40 checkpoint is on disk for certain (orbax starts a save

@@ -18,6 +18,8 @@ from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.results.store import Store
 
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
+
 # one claimer: waits for the start signal (a file), then claims one trial at a time until none is left
 CLAIMER = """
 import json, os, sys, time

@@ -26,6 +26,7 @@ def cli(module, *args):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module, expected",
     [
@@ -50,6 +51,7 @@ def test_console_scripts_point_at_callables():
         assert callable(getattr(importlib.import_module(module), name)), target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module, args, message",
     [
@@ -83,6 +85,7 @@ def test_stray_arguments_are_one_line_errors(module, args, message):
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_flagfile_and_helpfull_work_on_every_entry_point(tmp_path):
     """--flagfile reads flags from a file (launch used to answer "--config: required");
     --helpfull lists absl's own flags as well."""

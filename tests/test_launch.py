@@ -11,6 +11,8 @@ from helpers import MODMOD_SMOKE as SMOKE
 from helpers import ROOT, killer, run_killed_then_resumed
 from helpers import launch as _launch
 
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
+
 # Runs the launch in a child process that dies (os._exit, like SIGKILL: nothing is flushed or
 # closed) after the evals of chunk 3 were appended, before their checkpoint. Checkpoints are
 # asynchronous, and their JSON is written late here (as with a large state): orbax starts a save

@@ -10,6 +10,8 @@ import sys
 import pytest
 from helpers import ROOT
 
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 kernelspec = pytest.importorskip("ipykernel.kernelspec")

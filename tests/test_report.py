@@ -34,6 +34,7 @@ def grokking_smoke(tmp_path_factory):
     return workdir
 
 
+@pytest.mark.slow
 def test_grokking_smoke_reports_steps_per_operation(grokking_smoke):
     rows = Store(grokking_smoke).member_rows()
     assert {r["bucket_label"] for r in rows} == {"task.operation=add", "task.operation=perm"}
@@ -43,6 +44,7 @@ def test_grokking_smoke_reports_steps_per_operation(grokking_smoke):
     assert bits["task.operation=perm"] == pytest.approx(math.log2(6))  # S_3
 
 
+@pytest.mark.slow
 def test_run_writes_figures_and_per_level_metrics(grokking_smoke):
     text = (grokking_smoke / "report" / "report.md").read_text()
     for name in FIGURES:
@@ -57,6 +59,7 @@ def test_run_writes_figures_and_per_level_metrics(grokking_smoke):
     assert "\n|---:|---:|" in text and "```" not in text  # Markdown tables, not fenced text
 
 
+@pytest.mark.slow
 def test_cli_rebuilds_the_report_from_the_workdir(grokking_smoke):
     for name in FIGURES:
         (grokking_smoke / "report" / name).unlink()

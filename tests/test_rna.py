@@ -187,6 +187,7 @@ def test_missing_viennarna_names_the_package_and_the_install(tmp_path, monkeypat
         rna_fold.vienna()
 
 
+@pytest.mark.slow
 @needs_vienna
 def test_smoke_learns_beyond_the_blind_guess_and_scores_structures(tmp_path):
     config = rna_config.get_config("smoke")

@@ -243,6 +243,7 @@ def test_fetch_rejects_a_wrong_sha256(tmp_path, monkeypatch):
     assert not (tmp_path / vader_data.SDIST).exists()
 
 
+@pytest.mark.slow
 @needs_wheels
 def test_smoke_learns_the_lexicon_lookup(tmp_path):
     from jaxcap.results.store import Store

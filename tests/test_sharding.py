@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from helpers import ENV, ROOT, killer
 
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
+
 # 4 moduli x 2 seeds = 8 members: divisible by 8 devices and by 2 processes x 4 devices
 SMOKE = ["--config", "configs/modmod.py:smoke", "--config.sweep.task.modulus=(5,7,10,13)"]
 

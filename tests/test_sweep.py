@@ -92,6 +92,7 @@ def test_a_claim_in_flight_is_not_adopted_but_an_abandoned_one_is(tmp_path, monk
     assert (trial.user_attrs["worker"], trial.user_attrs["round"]) == ("other", round_id)
 
 
+@pytest.mark.slow
 def test_a_study_left_empty_by_a_killed_creator_gets_its_budget_once(tmp_path, monkeypatch):
     """The creator queues the budget; a worker that finds the study empty waits for it, then
     (the creator killed in between) queues it itself; a third finds it and queues nothing."""
@@ -217,6 +218,7 @@ def _launch(*args, killer=False):
     return start(*SMOKE, *args, killer_code=KILLER if killer else "")
 
 
+@pytest.mark.slow
 def test_kill_and_resume_finishes_the_budget_with_no_lost_or_duplicated_trials(tmp_path):
     _finish(_launch("--workdir", str(tmp_path), killer=True), code=137)
     assert len((tmp_path / "evals.jsonl").read_text().splitlines()) == 6 * 12  # 6 evals x 12 members
@@ -276,6 +278,7 @@ def _sweep_phases():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", list(_sweep_phases()))
 def test_a_sweep_killed_at_any_phase_resumes_to_the_same_trials(tmp_path, monkeypatch, straight_sweep, phase):
     """Kill anywhere in a round, rerun: the same trials (params, values), byte-identical tables."""

@@ -182,6 +182,7 @@ def test_retrieval_smoke_maxsum_with_enough_heads(tmp_path):
     assert max(_success(rows)) < 0.2, _success(rows)
 
 
+@pytest.mark.slow
 def test_triangle_smoke_runs_one_bucket_per_n(tmp_path):
     levels = _smoke("configs/retrieval.py:triangle_smoke", tmp_path)
     bits = {label: rows[0]["complexity_bits"] for (label, *_), rows in levels.items()}

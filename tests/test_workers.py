@@ -40,6 +40,7 @@ def _workers(tmp_path, args, n=2):
     return [tmp_path / f"w{i}" for i in range(n)]
 
 
+@pytest.mark.slow
 def test_studies_created_once_then_two_workers_share_a_journal_file(tmp_path):
     storage = f"--config.study.storage={tmp_path / 'shared.log'}"
     out = finish(start(*HPO_SMOKE, *SHARED, storage, "--create_studies"))
@@ -55,6 +56,7 @@ def test_studies_created_once_then_two_workers_share_a_journal_file(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_workers_share_studies_on_postgresql(tmp_path, postgres):
     name = f"test-{uuid.uuid4().hex[:8]}"  # a server from the environment may hold other studies
     c = _config(postgres, name)

@@ -60,6 +60,7 @@ def _scalars(events) -> dict[str, list[tuple[int, float]]]:
     return out
 
 
+@pytest.mark.slow
 def test_tensorboard_has_a_run_per_member_named_by_level_and_seed(tracked_run):
     logdir = tracked_run / "tensorboard"
     runs = sorted(str(p.parent.relative_to(logdir)) for p in logdir.rglob("events.out.tfevents.*"))
@@ -72,6 +73,7 @@ def test_tensorboard_has_a_run_per_member_named_by_level_and_seed(tracked_run):
     assert scalars["success"] == [(40, 0.0)] and not any("member" in t for t in scalars)
 
 
+@pytest.mark.slow
 def test_tensorboard_runs_carry_hparams_for_the_sweep_views(tracked_run):
     from tensorboardX.proto.plugin_hparams_pb2 import HParamsPluginData
 
@@ -90,6 +92,7 @@ def test_tensorboard_runs_carry_hparams_for_the_sweep_views(tracked_run):
     assert {m.name.tag for m in experiment.metric_infos} >= {"test/accuracy", "val/accuracy", "success"}
 
 
+@pytest.mark.slow
 def test_tensorboard_summary_run_holds_config_and_the_members_table(tracked_run):
     events = read_events(tracked_run / "tensorboard" / "summary")
     texts = {
@@ -100,6 +103,7 @@ def test_tensorboard_summary_run_holds_config_and_the_members_table(tracked_run)
     assert "| modulus=5/seed0 | ok | no |" in table and table.count("\n") == 1 + 6
 
 
+@pytest.mark.slow
 def test_tensorboard_scalars_match_the_results_store(tracked_run):
     from jaxcap.results.store import Store
 
@@ -108,6 +112,7 @@ def test_tensorboard_scalars_match_the_results_store(tracked_run):
     assert dict(scalars["val/accuracy"])[40] == pytest.approx(rows[0]["val_accuracy"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_smoke_curves_open_in_xarray(tracked_run):
     xr = pytest.importorskip("xarray")
     pytest.importorskip("zarr")
