@@ -31,6 +31,16 @@ def postgres():
         yield url
 
 
+@pytest.fixture(scope="session")
+def modmod_smoke(tmp_path_factory):
+    """configs/modmod.py:smoke launched once per test process through the real entry point:
+    (its workdir, the finished launch). Readers only: a test that writes copies it first."""
+    from helpers import MODMOD_SMOKE, launch
+
+    workdir = tmp_path_factory.mktemp("modmod_smoke")
+    return workdir, launch(*MODMOD_SMOKE, "--workdir", str(workdir))
+
+
 @pytest.fixture
 def tiny():
     """A tiny binop task + model + settings shared by the trainer tests (one compile, cached)."""

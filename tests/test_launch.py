@@ -31,15 +31,8 @@ def _rows(workdir):
     return rows
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """One uninterrupted smoke launch (its workdir and output), read by several tests below."""
-    workdir = tmp_path_factory.mktemp("smoke")
-    return workdir, launch(*SMOKE, "--workdir", str(workdir))
-
-
-def test_smoke_end_to_end_then_finished(smoke_run):
-    workdir, out = smoke_run
+def test_smoke_end_to_end_then_finished(modmod_smoke):
+    workdir, out = modmod_smoke
     assert "modulus" in out.stdout and "median" in out.stdout  # the table
     for name in (
         "config.json",
@@ -61,8 +54,8 @@ def test_smoke_end_to_end_then_finished(smoke_run):
     assert "wrote members.jsonl" not in again.stdout  # a finished rerun touched no table
 
 
-def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, smoke_run):
-    straight, killed = smoke_run[0], tmp_path / "killed"
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, modmod_smoke):
+    straight, killed = modmod_smoke[0], tmp_path / "killed"
     dead = launch(*SMOKE, "--workdir", str(killed), killer=True, check=False)
     assert dead.returncode == 137, dead.stderr[-2000:]
     assert not (killed / "members.jsonl").exists()

@@ -54,20 +54,8 @@ def _text(notebook, cell_id: str) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
-@pytest.fixture(scope="module")
-def modmod_smoke(tmp_path_factory):
-    from jaxcap.config.base import load_config
-    from jaxcap.run import run
-
-    workdir = tmp_path_factory.mktemp("modmod")
-    config = load_config(f"{ROOT / 'configs' / 'modmod.py'}:smoke")
-    config.runtime.progress = False
-    run(config, str(workdir))
-    return workdir
-
-
 def test_inspect_run_reads_every_bucket_of_a_run(modmod_smoke, tmp_path, monkeypatch):
-    monkeypatch.setenv("JAXCAP_WORKDIR", str(modmod_smoke))
+    monkeypatch.setenv("JAXCAP_WORKDIR", str(modmod_smoke[0]))
     notebook = nbformat.read(INSPECT, as_version=4)
     _client(notebook, tmp_path, monkeypatch).execute()
     assert "buckets: b0" in _text(notebook, "table") and "modulus" in _text(notebook, "table")

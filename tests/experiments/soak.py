@@ -2,7 +2,7 @@
 random moments (in compiles, rounds, tells), rerun them (at once, or after the grace period so
 that the others take their trials over), and count what the storage and the workers' tables hold.
 
-    python tests/soak.py --storage sqlite|journal|postgresql [--workers 3] [--kills 6] \
+    python tests/experiments/soak.py --storage sqlite|journal|postgresql [--workers 3] [--kills 6] \
         [--n_trials 8] [--batch_trials 2] [--seed 0] [--out DIR]
 
 Prints one JSON line: workers, kills, trials, complete/pruned/failed, lost (a trial not finished,
@@ -10,7 +10,7 @@ or finished with no rows in any workdir), duplicated (a trial whose rows are in 
 more rows than seeds), max_value_diff (the largest |value - the value of a single-worker run of
 the same trial|: the sampler is random, seeded by the trial's number, and there is no pruner, so
 the two are comparable). PostgreSQL uses JAXCAP_TEST_POSTGRES_URL or a throwaway server
-(tests/postgres_server.py). tests/test_soak.py runs a small one; docs/hpo.md quotes larger ones.
+(tests/postgres_server.py). tests/experiments/test_soak.py runs a small one; docs/hpo.md quotes larger ones.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 GRACE_MINUTES = 0.2  # 12 s: a killed worker not rerun by then has its trials taken over
 

@@ -1,4 +1,4 @@
-"""Sweep workers on one storage, killed at random and rerun (tests/soak.py, small): every trial
+"""Sweep workers on one storage, killed at random and rerun (tests/experiments/soak.py, small): every trial
 ends finished exactly once in the storage and in exactly one worker's members.jsonl, none is
 left RUNNING, and each value equals a single-worker run's value of the same trial."""
 
