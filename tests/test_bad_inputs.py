@@ -40,22 +40,21 @@ def smoke(**edits):
     return c
 
 
-def hpo(**edits):
-    c = load_config(f"{ROOT / 'configs' / 'modmod_hpo.py'}:smoke")
-    c.runtime.progress = False
-    for path, value in edits.items():
-        section, field = path.split(".")
-        c[section][field] = value
-    return c
+def _smoke_of(name: str):
+    """configs/<name>:smoke with `section.field` edits, as a function of the edits."""
+
+    def make(**edits):
+        c = load_config(f"{ROOT / 'configs' / name}:smoke")
+        c.runtime.progress = False
+        for path, value in edits.items():
+            section, field = path.split(".")
+            c[section][field] = value
+        return c
+
+    return make
 
 
-def capacity(**edits):
-    c = load_config(f"{ROOT / 'configs' / 'capacity.py'}:smoke")
-    c.runtime.progress = False
-    for path, value in edits.items():
-        section, field = path.split(".")
-        c[section][field] = value
-    return c
+hpo, capacity = _smoke_of("modmod_hpo.py"), _smoke_of("capacity.py")
 
 
 def calibrate_bad_override():

@@ -14,7 +14,10 @@ numpyro = pytest.importorskip("numpyro")
 az = pytest.importorskip("arviz")
 dist = numpyro.distributions
 # arviz 0.23's matplotlib backend calls an API matplotlib 3.11 deprecates
-pytestmark = pytest.mark.filterwarnings("ignore::matplotlib.MatplotlibDeprecationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::matplotlib.MatplotlibDeprecationWarning"),
+    pytest.mark.slow,  # NUTS runs: the full tier
+]
 
 
 def logistic(x, y=None):

@@ -22,6 +22,8 @@ from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta import validate as meta_validate
 from jaxcap.meta.cells import cell_data, stack_folds
 
+pytestmark = pytest.mark.slow  # NUTS fits of the meta-model on simulated data: the full tier
+
 NUTS = meta_fit.NutsSettings(warmup=300, samples=300, chains=2, seed=0)
 
 
