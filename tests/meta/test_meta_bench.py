@@ -17,6 +17,7 @@ def test_default_nuts_settings_are_calibrates():
     assert dataclasses.asdict(meta_fit.NutsSettings()) == config.calibrate.nuts.to_dict()
 
 
+@pytest.mark.slow  # a NUTS fit timed end to end
 def test_bench_prints_json(capsys):
     args = ["--rows", "80", "--families", "2", "--seeds", "2", "--warmup", "60", "--samples", "60"]
     code = meta_bench.main([*args, "--chains", "1", "--repeats", "1"])
