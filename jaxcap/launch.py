@@ -31,7 +31,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from jaxcap.config import cli
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 from jaxcap.results import lock
 
 _CONFIG = config_flags.DEFINE_config_file(

@@ -3,7 +3,7 @@
 `launch.py` is only flags around it, so tests and notebooks call the same function. It checks
 the config and the devices before the first write, takes the workdir's writer lock, records the
 config, and hands over to the experiment named by `config.experiment` (resolved on use from
-jaxcap.experiments.registry). A finished run says so and only prints its summary again.
+jaxcap.config.registry). A finished run says so and only prints its summary again.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import jax
 import ml_collections
 
 from jaxcap.config.base import validate
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import plan
-from jaxcap.config.registry import EXPERIMENTS, resolve, setup
+from jaxcap.config.registry import EXPERIMENTS, check, resolve, setup
 from jaxcap.core import sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
 from jaxcap.experiments.population import identity
+from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store
 from jaxcap.training import writers
 
@@ -27,6 +27,7 @@ def run(config: ml_collections.ConfigDict, workdir: str):
     setup(config)  # the experiment's set-up before JAX starts (calibrate: a device per NUTS chain)
     sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
     validate(config)
+    check(config)  # the experiment's own checks (capacity, calibrate), also before any write
     check_devices(config)
     if config.runtime.compilation_cache != "off":
         cache = config.runtime.compilation_cache

@@ -1,6 +1,8 @@
 """Test settings: a persistent compilation cache shared by every test process, rank-promotion
-errors to catch accidental broadcasting across the population axis, and tiny shared configs."""
+errors to catch accidental broadcasting across the population axis, and the fixtures several
+files use (a tiny trainer setup, a PostgreSQL server). Shared plain helpers live in helpers.py."""
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -10,42 +12,33 @@ os.environ.setdefault("JAXCAP_CACHE", str(CACHE))  # also seen by launch subproc
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
-from jaxcap.core.population import DEFAULT_HPARAMS  # noqa: E402
 from jaxcap.core.runtime import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache(CACHE)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
-HP = {**DEFAULT_HPARAMS, "learning_rate": 3e-3}
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL URL (JAXCAP_TEST_POSTGRES_URL or a throwaway server); skip if there is none."""
+    from postgres_server import Unavailable, postgres_url
+
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(postgres_url())
+        except Unavailable as e:
+            pytest.skip(f"no PostgreSQL server: {e}")
+        yield url
 
 
-def killer(appends: int, json_delay_s: float = 0.0) -> str:
-    """A `python -c` launch that dies like SIGKILL (os._exit: nothing flushed or closed) right
-    after its `appends`-th batch of evals was stored: the kill-and-resume tests. `json_delay_s`
-    delays Orbax's writes of checkpoint JSON (as a large state does), so saves are in flight."""
-    return f"""
-import asyncio, os, sys
-import jaxcap.results.store as store
-from orbax.checkpoint._src.handlers.json_checkpoint_handler import JsonCheckpointHandler
-save_json = JsonCheckpointHandler._save_fn
-async def late(self, x, directory):
-    await asyncio.sleep({json_delay_s})
-    await save_json(self, x, directory)
-JsonCheckpointHandler._save_fn = late
-appended = 0
-original = store.Store.append_evals
-def append_then_die(self, *a, **k):
-    global appended
-    original(self, *a, **k)
-    appended += 1
-    if appended == {appends}:
-        os._exit(137)
-store.Store.append_evals = append_then_die
-from absl import app
-from jaxcap import launch
-sys.argv = ["launch", *sys.argv[1:]]
-app.run(launch.main, flags_parser=launch._parse)
-"""
+@pytest.fixture(scope="session")
+def modmod_smoke(tmp_path_factory):
+    """configs/modmod.py:smoke launched once per test process through the real entry point:
+    (its workdir, the finished launch). Readers only: a test that writes copies it first."""
+    from helpers import MODMOD_SMOKE, launch
+
+    workdir = tmp_path_factory.mktemp("modmod_smoke")
+    return workdir, launch(*MODMOD_SMOKE, "--workdir", str(workdir))
 
 
 @pytest.fixture

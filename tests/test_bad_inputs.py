@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_launch import ENV, SMOKE, launch
-from test_store import HOLD
+from helpers import ENV, HOLD, ROOT, launch
+from helpers import MODMOD_SMOKE as SMOKE
 
 from jaxcap.config.base import load_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
@@ -25,7 +25,6 @@ from jaxcap.launch import one_line
 from jaxcap.results.store import Store
 from jaxcap.run import run
 
-ROOT = Path(__file__).resolve().parents[1]
 LOCK = ".lock"  # the writer's lock file: the one file a run creates before its checks of the workdir
 
 
@@ -41,12 +40,30 @@ def smoke(**edits):
     return c
 
 
-def hpo(**edits):
-    c = load_config(f"{ROOT / 'configs' / 'modmod_hpo.py'}:smoke")
+def _smoke_of(name: str):
+    """configs/<name>:smoke with `section.field` edits, as a function of the edits."""
+
+    def make(**edits):
+        c = load_config(f"{ROOT / 'configs' / name}:smoke")
+        c.runtime.progress = False
+        for path, value in edits.items():
+            section, field = path.split(".")
+            c[section][field] = value
+        return c
+
+    return make
+
+
+hpo, capacity = _smoke_of("modmod_hpo.py"), _smoke_of("capacity.py")
+
+
+def calibrate_bad_override():
+    """configs/calibrate.py:smoke whose first family sets a model field to a value not allowed:
+    only that family's derived config can see it."""
+    c = load_config(f"{ROOT / 'configs' / 'calibrate.py'}:smoke")
     c.runtime.progress = False
-    for path, value in edits.items():
-        section, field = path.split(".")
-        c[section][field] = value
+    name = next(iter(c.calibrate.families))
+    c.calibrate.families[name] = {**c.calibrate.families[name], "overrides": "model.norm=layer"}
     return c
 
 
@@ -236,6 +253,17 @@ CASES = {
     "compilation cache under a file": Case(
         cache_under_a_file, fresh, "config.runtime.compilation_cache: cannot write"
     ),
+    # the experiment's own checks (config.registry's `check`): before the first write too
+    "capacity exposures not ascending": Case(
+        _config(capacity(**{"capacity.exposures": (100.0, 10.0)})),
+        fresh,
+        "config.capacity.exposures: got (100.0, 10.0); allowed: a non-empty ascending tuple",
+    ),
+    "calibrate family with a bad override": Case(
+        lambda t: calibrate_bad_override(),
+        fresh,
+        "config.calibrate.families.",
+    ),
     # the run itself
     "every member diverged": Case(
         _config(smoke(**{"hparams.learning_rate": 1e35})),
@@ -268,7 +296,10 @@ def _kept(files: dict[str, bytes] | None, writes: tuple[str, ...]) -> dict[str, 
     return {k: v for k, v in (files or {}).items() if k != LOCK and not any(k.startswith(w) for w in writes)}
 
 
-@pytest.mark.parametrize("name", list(CASES))
+# a case that trains before it goes wrong ("*" writes) is an end-to-end run: the full tier
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if "*" in c.writes else n for n, c in CASES.items()]
+)
 def test_a_bad_input_is_one_line_and_leaves_the_workdir_as_it_was(tmp_path, name):
     case = CASES[name]
     config, workdir = case.config(tmp_path), case.workdir(tmp_path)
@@ -292,6 +323,7 @@ def _stderr_line(out) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_launcher_refuses_a_stray_argument(tmp_path):
     out = launch(*SMOKE, "smoke", "--workdir", str(tmp_path / "w"), check=False)
     assert _stderr_line(out).startswith("usage error: unexpected argument 'smoke'; allowed: flags only")
@@ -319,6 +351,7 @@ LAUNCH_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(LAUNCH_CASES))
 def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
     args, start, within = LAUNCH_CASES[name]
@@ -328,6 +361,7 @@ def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
     assert not (tmp_path / "w").exists()  # the lock taken first is removed with its empty workdir
 
 
+@pytest.mark.slow
 def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp_path):
     workdir = tmp_path / "w"
     existing(smoke())(tmp_path)
@@ -351,6 +385,7 @@ def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp
         holder.wait()
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback_of_an_input_error(tmp_path):
     existing(smoke(), {"config.json": "{"})(tmp_path)
     out = launch(*SMOKE, "--workdir", str(tmp_path / "w"), "--debug", check=False)
@@ -385,6 +420,7 @@ def open_tmp():
 WRITE_PROTECTED = ("finished", "ro", "cache")
 
 
+@pytest.mark.slow
 def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     """A read-only finished run, a workdir in a directory not writable, an unwritable cache."""
     as_user = [] if os.geteuid() else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -395,7 +431,7 @@ def test_a_workdir_or_cache_this_user_cannot_write_is_one_line(open_tmp):
     (tmp_path / "home").chmod(0o777)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     probe = subprocess.run(
-        [*as_user, sys.executable, "-c", "import jaxcap.config.fields"],
+        [*as_user, sys.executable, "-c", "import jaxcap.fields"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -452,6 +488,7 @@ def _one_line_on_stderr(out) -> str:
     return _stderr_line(out)
 
 
+@pytest.mark.slow
 def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path):
     from jaxcap.core.checkpoint import PopulationCheckpoints
 
@@ -483,6 +520,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount)])
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small_disk):
     workdir = small_disk / "w"
     out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir), check=False)

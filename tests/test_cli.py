@@ -4,16 +4,15 @@ argument, a misspelt flag (named as unknown), a bad --sizes or a missing flag is
 and the HPO report's history and importance figures are drawn by optuna.visualization."""
 
 import importlib
-import os
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
+from helpers import ENV as BASE_ENV
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+ENV = {**BASE_ENV, "JAX_PLATFORMS": "cpu"}
 
 
 def cli(module, *args):
@@ -27,6 +26,7 @@ def cli(module, *args):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module, expected",
     [
@@ -51,6 +51,7 @@ def test_console_scripts_point_at_callables():
         assert callable(getattr(importlib.import_module(module), name)), target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module, args, message",
     [
@@ -84,6 +85,7 @@ def test_stray_arguments_are_one_line_errors(module, args, message):
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_flagfile_and_helpfull_work_on_every_entry_point(tmp_path):
     """--flagfile reads flags from a file (launch used to answer "--config: required");
     --helpfull lists absl's own flags as well."""

@@ -3,32 +3,25 @@ with identical results (a real SIGKILL with a checkpoint save in flight, and a s
 every phase boundary of a run), a finished run with torn tables, and one-line flag errors."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import killer as kill_after
+from helpers import MODMOD_SMOKE as SMOKE
+from helpers import ROOT, killer, run_killed_then_resumed
+from helpers import launch as _launch
 
-ROOT = Path(__file__).resolve().parents[1]
-SMOKE = ["--config", "configs/modmod.py:smoke"]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
 
 # Runs the launch in a child process that dies (os._exit, like SIGKILL: nothing is flushed or
 # closed) after the evals of chunk 3 were appended, before their checkpoint. Checkpoints are
 # asynchronous, and their JSON is written late here (as with a large state): orbax starts a save
 # only after the previous one committed, so step 10 is on disk and step 20 is still in flight.
-KILLER = kill_after(3, json_delay_s=0.5)
+KILLER = killer(3, json_delay_s=0.5)
 
 
 def launch(*args, killer=False, check=True):
-    cmd = [sys.executable, "-c", KILLER] if killer else [sys.executable, "-m", "jaxcap.launch"]
-    out = subprocess.run(cmd + list(args), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
-    if check and out.returncode != 0:
-        raise AssertionError(f"exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    return out
+    return _launch(*args, killer_code=KILLER if killer else "", check=check)
 
 
 def _rows(workdir):
@@ -38,15 +31,8 @@ def _rows(workdir):
     return rows
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """One uninterrupted smoke launch (its workdir and output), read by several tests below."""
-    workdir = tmp_path_factory.mktemp("smoke")
-    return workdir, launch(*SMOKE, "--workdir", str(workdir))
-
-
-def test_smoke_end_to_end_then_finished(smoke_run):
-    workdir, out = smoke_run
+def test_smoke_end_to_end_then_finished(modmod_smoke):
+    workdir, out = modmod_smoke
     assert "modulus" in out.stdout and "median" in out.stdout  # the table
     for name in (
         "config.json",
@@ -68,8 +54,8 @@ def test_smoke_end_to_end_then_finished(smoke_run):
     assert "wrote members.jsonl" not in again.stdout  # a finished rerun touched no table
 
 
-def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, smoke_run):
-    straight, killed = smoke_run[0], tmp_path / "killed"
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, modmod_smoke):
+    straight, killed = modmod_smoke[0], tmp_path / "killed"
     dead = launch(*SMOKE, "--workdir", str(killed), killer=True, check=False)
     assert dead.returncode == 137, dead.stderr[-2000:]
     assert not (killed / "members.jsonl").exists()
@@ -106,65 +92,6 @@ def test_buckets_from_the_command_line(tmp_path):
     assert {r["bucket"] for r in rows} == {"b0", "b1"} and len(rows) == 12
     assert "bucket" in out.stdout and "model.n_layers=2" in out.stdout
     assert (tmp_path / "curves.zarr" / "b1").exists()
-
-
-class Killed(BaseException):
-    """A simulated kill at a phase boundary (a BaseException: no `except Exception` catches it)."""
-
-
-def kill_at(monkeypatch, owner, name: str, n: int, before: bool = False) -> None:
-    """`owner.name` raises Killed right after (or, with `before`, instead of) its n-th call."""
-    original, calls = getattr(owner, name), []
-
-    def wrapper(*args, **kwargs):
-        calls.append(1)
-        if before and len(calls) == n:
-            raise Killed(f"before {name} #{n}")
-        out = original(*args, **kwargs)
-        if len(calls) == n:
-            raise Killed(f"after {name} #{n}")
-        return out
-
-    monkeypatch.setattr(owner, name, wrapper)
-
-
-def delay_json_saves(monkeypatch, seconds: float = 0.2) -> None:
-    """Orbax writes a checkpoint's JSON item on its own thread; make that late, as a large state
-    does, so the host loop has moved on by the time the cursor is serialized."""
-    import asyncio
-
-    from orbax.checkpoint._src.handlers.json_checkpoint_handler import JsonCheckpointHandler
-
-    save = JsonCheckpointHandler._save_fn
-
-    async def late(self, x, directory):
-        await asyncio.sleep(seconds)
-        await save(self, x, directory)
-
-    monkeypatch.setattr(JsonCheckpointHandler, "_save_fn", late)
-
-
-def run_killed_then_resumed(monkeypatch, run_fn, workdir, phase) -> None:
-    """`run_fn(workdir)` killed at `phase` = (owner, name, n[, before]), with every checkpoint
-    save still in flight long after it was handed over; then run again to the end. The killed
-    run's saves are let finish, as they do on disk."""
-    from jaxcap.core.checkpoint import PopulationCheckpoints
-
-    managers, init = [], PopulationCheckpoints.__init__
-
-    def track(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        managers.append(self.manager)
-
-    with monkeypatch.context() as m:
-        m.setattr(PopulationCheckpoints, "__init__", track)
-        delay_json_saves(m)
-        kill_at(m, *phase)
-        with pytest.raises(Killed):
-            run_fn(workdir)
-        for manager in managers:
-            manager.wait_until_finished()
-    run_fn(workdir)
 
 
 def _population_config():

@@ -1,7 +1,7 @@
 """The package's layers: every import (module level or inside a function) points down or
 sideways, never up, and no set of modules imports itself round a cycle.
 
-Bottom to top (docs/design.md, "Layout"): the config vocabulary (`config.fields`: ConfigError and
+Bottom to top (docs/design.md, "Layout"): the config vocabulary (`jaxcap.fields`: ConfigError and
 the field types every layer checks with) -> tasks and models -> the engine (`core`) -> the
 config proper (defaults, schema checks, the bucket plan, the experiment registry of dotted names)
 -> results (store, curves, the one success rule) -> training (the host loop) -> meta-model and
@@ -16,9 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 LAYERS = (  # bottom first; a module's layer is its longest matching prefix
-    ("jaxcap.config.fields",),
+    ("jaxcap.fields",),
     ("jaxcap.tasks", "jaxcap.models"),
     ("jaxcap.core",),
     ("jaxcap.config",),

@@ -6,15 +6,16 @@ found from the repository, every bucket it holds, refuses (without creating it) 
 was told to read, and on a fresh runtime with no run makes a smoke run first."""
 
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
+
+pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 kernelspec = pytest.importorskip("ipykernel.kernelspec")
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 QUICKSTART = NOTEBOOKS / "quickstart.ipynb"
 INSPECT = NOTEBOOKS / "inspect_run.ipynb"
@@ -53,20 +54,8 @@ def _text(notebook, cell_id: str) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
-@pytest.fixture(scope="module")
-def modmod_smoke(tmp_path_factory):
-    from jaxcap.config.base import load_config
-    from jaxcap.run import run
-
-    workdir = tmp_path_factory.mktemp("modmod")
-    config = load_config(f"{ROOT / 'configs' / 'modmod.py'}:smoke")
-    config.runtime.progress = False
-    run(config, str(workdir))
-    return workdir
-
-
 def test_inspect_run_reads_every_bucket_of_a_run(modmod_smoke, tmp_path, monkeypatch):
-    monkeypatch.setenv("JAXCAP_WORKDIR", str(modmod_smoke))
+    monkeypatch.setenv("JAXCAP_WORKDIR", str(modmod_smoke[0]))
     notebook = nbformat.read(INSPECT, as_version=4)
     _client(notebook, tmp_path, monkeypatch).execute()
     assert "buckets: b0" in _text(notebook, "table") and "modulus" in _text(notebook, "table")

@@ -1,9 +1,8 @@
 """The README keeps exactly two set-up commands, and CI runs the test one verbatim."""
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def test_two_setup_commands_and_ci_runs_the_test_one():

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import ml_collections
 
+from jaxcap import fields as checks
 from jaxcap import tasks
-from jaxcap.config import fields as checks
-from jaxcap.config.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf, check_tree
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES
 from jaxcap.core.runtime import MATMUL_PRECISIONS
 from jaxcap.core.train import SCHEDULES
+from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf, check_tree
 from jaxcap.models import config as model_config
 
 HPARAM_RULES = {

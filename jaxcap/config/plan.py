@@ -14,9 +14,9 @@ import dataclasses
 import ml_collections
 
 from jaxcap import tasks
-from jaxcap.config.fields import ConfigError
 from jaxcap.core.population import Member, grid_members
 from jaxcap.core.train import TrainSettings
+from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig
 from jaxcap.models.config import MODEL_FIELDS
 from jaxcap.models.embeddings import task_numbers

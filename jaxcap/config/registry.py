@@ -3,8 +3,9 @@
 Each experiment is a `run(config, store)` that trains (resumably) and writes its results and
 report, a `report(store) -> [paths]` that rebuilds the report from the workdir alone (what
 `python -m jaxcap.report --workdir D` calls), the config sections it owns with their schemas,
-and optionally a `setup(config)` that must run before JAX starts (calibrate: one CPU device per
-NUTS chain). Names are strings, "module:attribute", imported only when used (big_vision's
+optionally a `check(config)` for what those schemas cannot see (run before the first write into
+the workdir), and optionally a `setup(config)` that must run before JAX starts (calibrate: one
+CPU device per NUTS chain). Names are strings, "module:attribute", imported only when used (big_vision's
 registry): the config layer knows every experiment without importing one, so checking a config
 never imports a trainer, Optuna or NumPyro it does not need, and imports point one way
 (tests/test_layers.py).
@@ -23,6 +24,7 @@ class Experiment:
     report: str  # store -> files written under report/
     sections: tuple[tuple[str, str], ...] = ()  # (config section, its schema)
     setup: str = ""  # (config) -> None, before JAX initializes its backends
+    check: str = ""  # (config) -> None or ConfigError; cross-section checks, before any write
 
 
 _CALIBRATE = "jaxcap.experiments.calibrate.run"
@@ -40,12 +42,14 @@ EXPERIMENTS: dict[str, Experiment] = {
         "jaxcap.experiments.capacity.run:capacity_experiment",
         "jaxcap.experiments.capacity.report:write_report",
         (("capacity", "jaxcap.experiments.capacity.sizes:SCHEMA"),),
+        check="jaxcap.experiments.capacity.populations:check",  # every size it may reach trains
     ),
     "calibrate": Experiment(  # the meta-model pipeline
         f"{_CALIBRATE}:calibrate_experiment",
         f"{_CALIBRATE}:calibrate_report",
         (("calibrate", "jaxcap.experiments.calibrate.config:SCHEMA"),),
         setup=f"{_CALIBRATE}:setup",
+        check="jaxcap.experiments.calibrate.config:family_configs",  # every family validates
     ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
         "jaxcap.experiments.enhance.run:enhance_experiment",
@@ -60,6 +64,13 @@ def resolve(name: str) -> Any:
     """The object a "module:attribute" name points at (imports the module)."""
     module, _, attribute = name.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+def check(config) -> None:
+    """The experiment's own checks of a validated config (ConfigError names the field)."""
+    experiment = EXPERIMENTS[config.experiment]
+    if experiment.check:
+        resolve(experiment.check)(config)
 
 
 def setup(config) -> None:

@@ -1,6 +1,6 @@
 """The search space of an Optuna study as config data, and the `study` section that drives it.
 
-`config.search.<name> = (kind, low, high, log)` (STYLE.md §7), saved in config.json and
+`config.search.<name> = (kind, low, high, log)` (docs/hpo.md), saved in config.json and
 overridable from the command line (`--config.search.learning_rate="('float',1e-4,1e-2,True)"`):
 
     ("float", low, high[, log])      suggest_float
@@ -27,8 +27,8 @@ from typing import Any
 
 import ml_collections
 
-from jaxcap.config.fields import Bool, Choice, ConfigError, Float, Int, Str
 from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str
 from jaxcap.models.config import MODEL_FIELDS
 
 SAMPLERS = ("tpe", "gp", "random", "qmc", "nsga2")

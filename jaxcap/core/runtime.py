@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jax
 
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 DEFAULT_CACHE = Path(os.environ.get("JAXCAP_CACHE", Path.home() / ".cache" / "jaxcap" / "xla"))
 MATMUL_PRECISIONS = ("default", "highest", "high", "float32", "tensorfloat32", "bfloat16")

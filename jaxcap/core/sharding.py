@@ -28,7 +28,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 AXIS = "pop"
 COLLECTIVES = re.compile(r"\b(all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter)(-start)?\(")

@@ -156,7 +156,7 @@ def family_info(family: str, level_fields: list[dict]) -> dict:
 
 def level_bits(family: str, fixed: dict, field: str, value) -> float | None:
     """The covariate of one level value (None if the task does not allow it)."""
-    from jaxcap.config.fields import ConfigError
+    from jaxcap.fields import ConfigError
 
     try:
         return checked_level_bits(family, fixed, field, value)

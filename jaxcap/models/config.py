@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 ACTIVATIONS = ("gelu", "relu")
 NORMS = ("pre", "post", "none")

@@ -1,7 +1,7 @@
 """The one rule for "did this member learn its task?" and "which setting is a level's best?".
 
 Both questions are asked by the run's table, the report, the Optuna summary and the meta-model;
-they are answered here only, so the answers cannot disagree (DESIGN.md, "Measurement protocol"):
+they are answered here only, so the answers cannot disagree (docs/design.md, "Contracts"):
 
 - **Selection reads val.** A level's best hyperparameter setting is the one with the best median
   *selection* metric (`TaskSpec.select_metric`, a val metric) over its seeds; a diverged seed

@@ -1,4 +1,4 @@
-"""The results store of one workdir (DESIGN.md "Results store").
+"""The results store of one workdir (its files: docs/population.md).
 
 config.json is written first; evals.jsonl is append-only (one row per member per eval, with
 its level and seed); curves.zarr holds the same numbers densely, one xarray-readable zarr v3

@@ -6,7 +6,7 @@ example — is a *knob*: a traced per-member array in `HParams.task`, so one com
 trains every difficulty level at once. All functions here are pure and jittable and are
 written for one member; the trainer vmaps them.
 
-Every member has three disjoint splits (DESIGN.md, "Measurement protocol"): **train** (fit),
+Every member has three disjoint splits (docs/design.md, "Contracts"): **train** (fit),
 **val** (every selection: best setting, Optuna objective, early stopping) and **test** (every
 reported outcome). Data are either finite (a permutation of all examples cut into train/val/test,
 or a sampled training set) or an infinite stream (fresh examples every step; fixed val and test
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from jaxcap.config.fields import ConfigError, Float, Int
+from jaxcap.fields import ConfigError, Float, Int
 from jaxcap.tasks import holdout
 from jaxcap.tasks.split import Split
 

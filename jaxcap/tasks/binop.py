@@ -22,7 +22,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import Choice, ConfigError, Int
+from jaxcap.fields import Choice, ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
 
 OPERATIONS = ("add", "sub", "mul", "div", "perm")

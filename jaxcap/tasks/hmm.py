@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Float, Int
+from jaxcap.fields import ConfigError, Float, Int
 from jaxcap.tasks.language import UNIFORM_MIX, Language, bits_per_probability
 
 

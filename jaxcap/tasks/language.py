@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Float, Int
+from jaxcap.fields import ConfigError, Float, Int
 from jaxcap.tasks import pcfg
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
 

@@ -33,7 +33,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxcap.config.fields import ConfigError, Int
+from jaxcap.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
 
 

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Int
+from jaxcap.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
 
 MAX_ENUMERABLE_BITS = 20  # 2^20 inputs is the largest finite dataset held on device

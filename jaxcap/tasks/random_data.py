@@ -34,7 +34,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxcap.config.fields import ConfigError, Int
+from jaxcap.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec
 
 # Extra bits demanded of T·log2 V beyond 2·log2 n: P(two equal inputs) <= n^2 / 2^(1 + 2 log2 n + 20).

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Int
+from jaxcap.fields import ConfigError, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec
 
 SUCCESS_NMSE = 0.1  # "learned": at most a tenth of the target's variance left unexplained

@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Float, Int
+from jaxcap.fields import ConfigError, Float, Int
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.vader import data as vader_data
 

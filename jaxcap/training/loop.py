@@ -19,13 +19,13 @@ import ml_collections
 import numpy as np
 from tqdm import tqdm
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import Bucket
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
 from jaxcap.core.runtime import PhaseClock
 from jaxcap.core.train import PopulationProgram, make_population
+from jaxcap.fields import ConfigError
 from jaxcap.models import param_count
 from jaxcap.results import tables
 from jaxcap.results.outcomes import member_success

@@ -30,10 +30,10 @@ import ml_collections
 
 from jaxcap import tasks
 from jaxcap.config import base as config_lib
-from jaxcap.config.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
 from jaxcap.config.plan import bucket_configs, parse_overrides
 from jaxcap.config.search_space import add_study
 from jaxcap.experiments.population import population_experiment
+from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
 from jaxcap.meta.difficulty import covariate
 from jaxcap.meta.validate import DESIGNS
 from jaxcap.results.store import Store

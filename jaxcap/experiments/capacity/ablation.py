@@ -15,7 +15,7 @@ date) and `ablation.json`.
 
 Two factors need no run: the weight-decay mask cannot act at weight decay 0 (the protocol's),
 and the bits-stored formula is checked against the plain implementation's on the same logits
-(tests/test_capacity_recipe.py). `jaxcap.experiments.capacity.plain` is the independent
+(tests/experiments/test_capacity_recipe.py). `jaxcap.experiments.capacity.plain` is the independent
 implementation the table is compared with.
 """
 

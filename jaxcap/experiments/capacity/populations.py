@@ -17,11 +17,11 @@ import dataclasses
 
 import ml_collections
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import Bucket, bucket_configs, plan
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
+from jaxcap.fields import ConfigError
 from jaxcap.models import param_count
 from jaxcap.tasks.random_data import RandomData
 

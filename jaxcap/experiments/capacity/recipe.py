@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.experiments.capacity import curve as capacity_curve
+from jaxcap.fields import ConfigError
 
 # the hyperparameters that make a recipe (written in every row and in the report)
 RECIPE_KEYS = ("learning_rate", "b2", "init_scale", "warmup_steps", "weight_decay")

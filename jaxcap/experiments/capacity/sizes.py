@@ -43,11 +43,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import Choice, Float, Int, TupleOf
 from jaxcap.core.losses import masked
 from jaxcap.core.train import SCHEDULES
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity.budgets import budgets, embedding_params
+from jaxcap.fields import Choice, Float, Int, TupleOf
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import make_apply
 from jaxcap.tasks import Split, Task

@@ -26,9 +26,9 @@ import itertools
 
 import ml_collections
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.plan import parse_overrides
 from jaxcap.config.search_space import add_level_search
+from jaxcap.fields import ConfigError
 from jaxcap.models.config import MODEL_FIELDS
 
 

@@ -26,8 +26,8 @@ import numpy as np
 import optuna
 from sqlalchemy.exc import SQLAlchemyError
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.config.search_space import baseline_params, parse_space, storage_file
+from jaxcap.fields import ConfigError
 
 
 def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:

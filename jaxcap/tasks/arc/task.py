@@ -68,7 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import Choice, ConfigError, Int
+from jaxcap.fields import Choice, ConfigError, Int
 from jaxcap.tasks.arc import grids as ag
 from jaxcap.tasks.arc import levels as al
 from jaxcap.tasks.arc import objects as ao

@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import Choice, ConfigError, Float, Int, Str, TupleOf
+from jaxcap.fields import Choice, ConfigError, Float, Int, Str, TupleOf
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.rna import fold as rna_fold
 

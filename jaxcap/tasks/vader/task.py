@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.config.fields import ConfigError, Float, Int, Str
+from jaxcap.fields import ConfigError, Float, Int, Str
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.sentiment import class_splits, macro_f1
 from jaxcap.tasks.vader import data as vader_data

@@ -1,0 +1,66 @@
+"""Buckets from config overrides, the experiment registry, and their validation."""
+
+import pytest
+
+from jaxcap.config.base import base_config, validate
+from jaxcap.config.plan import bucket_configs, parse_overrides, plan
+from jaxcap.config.registry import EXPERIMENTS, resolve
+from jaxcap.fields import ConfigError
+
+
+def _config(*buckets):
+    c = base_config("binop")
+    c.task.p = 7
+    c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
+    c.sweep.seeds = 2
+    c.sweep.hparams.learning_rate = (1e-3, 3e-3)
+    c.sweep.buckets = buckets
+    return c
+
+
+def test_every_registered_name_resolves():
+    """The registry holds dotted names (imported on use): each must point at what it says."""
+    for name, experiment in EXPERIMENTS.items():
+        assert callable(resolve(experiment.run)) and callable(resolve(experiment.report)), name
+        for section, schema in experiment.sections:
+            assert isinstance(resolve(schema), dict), (name, section)
+        assert not experiment.setup or callable(resolve(experiment.setup)), name
+
+
+def test_parse_overrides():
+    assert parse_overrides("model.d_model=32, task.operation=sub,hparams.dropout=0.1") == [
+        (["model", "d_model"], 32),
+        (["task", "operation"], "sub"),
+        (["hparams", "dropout"], 0.1),
+    ]
+
+
+def test_buckets_apply_their_overrides_and_keep_the_grid():
+    c = _config("model.d_model=16", "model.d_model=32,task.operation=sub,hparams.weight_decay=1")
+    validate(c)
+    buckets = plan(c)
+    assert [b.name for b in buckets] == ["b0", "b1"]
+    assert [b.model.d_model for b in buckets] == [16, 32]
+    assert buckets[1].task.operation == "sub" and buckets[0].task.operation == "add"
+    assert all(len(b.members) == 4 for b in buckets)  # 2 learning rates x 2 seeds each
+    assert {m.hparams["weight_decay"] for m in buckets[1].members} == {1.0}
+    assert c.model.d_model == 16  # the base config is untouched
+
+
+def test_no_buckets_is_one_bucket():
+    assert [label for label, _ in bucket_configs(_config())] == [""]
+
+
+@pytest.mark.parametrize(
+    "bucket,message",
+    [
+        ("model.d_model=15", r"config.sweep.buckets\[0\] \(model.d_model=15\): config.model.d_model: got 15"),
+        ("model.dmodel=32", r"config.sweep.buckets\[0\]: model.dmodel is not a config field"),
+        ("sweep.seeds=3", r"cannot vary sweep.seeds; allowed sections: task, model, hparams, train, eval"),
+        ("model.norm=layer", r"config.model.norm: got 'layer'; allowed: pre, post, none"),
+        ("d_model", r"config.sweep.buckets: got 'd_model'; allowed: section.field=value"),
+    ],
+)
+def test_bad_buckets_are_one_line_errors(bucket, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(_config(bucket))

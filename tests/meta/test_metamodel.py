@@ -1,0 +1,171 @@
+"""The meta-model on simulated data: the model is the simulator, parameters are recovered, the
+scale is fixed, held-out predictions beat the baselines, the posterior round-trips through
+netCDF (and ArviZ reads it), and predict moves the right way and uses fitted level effects.
+
+NUTS is kept small (2 chains x 300 + 300); on a 2-core CPU each run takes 10-30 s.
+"""
+
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+from numpyro import handlers
+from scipy.stats import binom
+
+from jaxcap import predict
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import model as metamodel
+from jaxcap.meta import simulate as meta_simulate
+from jaxcap.meta import validate as meta_validate
+from jaxcap.meta.cells import cell_data, stack_folds
+
+pytestmark = pytest.mark.slow  # NUTS fits of the meta-model on simulated data: the full tier
+
+NUTS = meta_fit.NutsSettings(warmup=300, samples=300, chains=2, seed=0)
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    truth = meta_simulate.default_truth(n_levels=6)  # 2 archs x 4 families x 6 levels x 3 seeds
+    rows, effects = meta_simulate.simulate_rows(truth, seeds=3, rng=np.random.default_rng(0))
+    return truth, meta_data.build_table(rows), effects
+
+
+@pytest.fixture(scope="module")
+def fitted(simulated, tmp_path_factory):
+    _, table, _ = simulated
+    posterior, by_chain = meta_fit.fit(table, NUTS)
+    path = meta_fit.save_posterior(tmp_path_factory.mktemp("post") / "posterior.nc", posterior, by_chain)
+    return posterior, path
+
+
+def test_model_likelihood_is_the_simulators(simulated):
+    """The NumPyro model, given the truth's C, θ, κ and level effects, gives each cell the
+    simulator's probability; and the reference family's θ is exactly 1."""
+    truth, table, effects = simulated
+    data, obs = cell_data(table, reference=0)
+    values = {
+        "log_C": np.array(truth.log_c),
+        "log_theta": np.array(truth.log_theta),
+        "kappa": np.array(truth.kappa),
+        "level_effect": effects,
+    }
+    model = handlers.substitute(handlers.seed(metamodel.model, 0), data=values)
+    with jax.enable_x64(True):
+        trace = handlers.trace(model).get_trace(data, obs=obs)
+        got = np.asarray(trace["successes"]["fn"].log_prob(obs))
+        free = handlers.trace(handlers.seed(metamodel.model, 1)).get_trace(data, obs=obs)
+    assert np.asarray(free["log_theta"]["value"])[0] == 0.0
+    want = []
+    for a, f, lv in zip(data["cell_arch"], data["cell_family"], data["cell_level"]):
+        bits = table.levels[lv]["bits"]
+        logit = truth.kappa[f] * (truth.log_c[a] - truth.log_theta[f] - effects[lv] - math.log(bits))
+        want.append(1 / (1 + math.exp(-logit)))
+    np.testing.assert_allclose(got, binom.logpmf(obs, data["trials"], want), rtol=1e-6, atol=1e-9)
+
+
+def test_parameters_are_recovered(simulated, fitted):
+    truth, _, _ = simulated
+    posterior, _ = fitted
+    d = posterior.draws
+    checks = [(d["log_C"][:, a], v) for a, v in enumerate(truth.log_c)]
+    checks += [(d["log_theta"][:, f], v) for f, v in enumerate(truth.log_theta) if f]
+    checks += [(d["kappa"][:, f], v) for f, v in enumerate(truth.kappa)]
+    inside = [lo <= v <= hi for x, v in checks for lo, hi in [np.quantile(x, [0.05, 0.95])]]
+    assert sum(inside) >= 0.75 * len(inside), inside
+    for a in range(2):  # not trivially wide: the capacities are located within a factor ~1.6
+        lo, hi = np.quantile(d["log_C"][:, a], [0.05, 0.95])
+        assert hi - lo < 1.0, (lo, hi)
+    # two architectures that differ in size: the covariate regression explains their difference
+    assert d["beta"].shape[1] == 4 and posterior.meta["diagnostics"]["max_rhat"] < 1.05
+
+
+def test_scale_is_fixed_and_reference_changes_only_units(simulated):
+    """Three fits in one run: two with reference sim0 (different draws), one with sim1.
+
+    θ_ref = 1 in every draw; the two sim0 fits agree on C (no drift along the unidentified
+    direction); with sim1 as reference C shrinks by exactly θ_sim1 and b* = C/θ does not move.
+    """
+    _, table, _ = simulated
+    data, obs = stack_folds([cell_data(table, 0), cell_data(table, 0), cell_data(table, 1)])
+    run = meta_fit.run_nuts(data, obs, NUTS)
+    fits = [meta_fit.flatten(meta_fit.fold_draws(run.draws, k)) for k in range(3)]
+    assert np.all(fits[0]["log_theta"][:, 0] == 0.0) and np.all(fits[2]["log_theta"][:, 1] == 0.0)
+    med = [np.median(f["log_C"], axis=0) for f in fits]
+    np.testing.assert_allclose(med[0], med[1], atol=0.08)
+    shift = np.median(fits[0]["log_theta"][:, 1])
+    np.testing.assert_allclose(med[2], med[0] - shift, atol=0.12)
+    bstar = [np.median(metamodel.boundary_bits(f), axis=0) for f in fits]
+    np.testing.assert_allclose(np.log(bstar[2]), np.log(bstar[0]), atol=0.12)
+
+
+def test_heldout_levels_and_top_levels_beat_the_baselines(simulated):
+    _, table, _ = simulated
+    settings = meta_validate.ValidationSettings(folds=3, seeds=(1,), designs=("levels", "top", "families"))
+    result = meta_validate.validate(table, NUTS, settings)
+    levels = result["scores"]["levels"]
+    brier = {m: levels[m]["brier"] for m in meta_validate.METHODS}
+    assert brier["meta_model"] < min(brier[b] for b in meta_validate.BASELINES), brier
+    assert levels["meta_model"]["auc"] > 0.85 and levels["n_rows"] == len(table.rows)
+    assert 0.7 <= levels["meta_model"]["pit_coverage90"] <= 1.0
+    assert result["scores"]["top"]["meta_model"]["brier"] < result["scores"]["top"]["base_rate"]["brier"]
+    # 4 families: leaving one out keeps 3 < MIN_FAMILIES, so the design is refused, with the reason
+    assert "families" not in result["scores"] and len(result["refused"]) == 4
+    assert all("needs >= 4" in why for why in result["refused"].values())
+    assert all(f["diagnostics"]["max_rhat"] < 1.1 for f in result["folds"])
+
+
+def test_posterior_round_trips_and_arviz_reads_it(fitted):
+    import arviz as az
+
+    posterior, path = fitted
+    loaded = meta_fit.load_posterior(path)
+    assert json.dumps(loaded.meta, sort_keys=True) == json.dumps(posterior.meta, sort_keys=True)
+    for name, x in posterior.draws.items():
+        np.testing.assert_array_equal(loaded.draws[name], x)
+    idata = az.from_netcdf(path)  # InferenceData on arviz 0.23, DataTree on 1.x: both index by group
+    post = idata["posterior"]
+    assert post["log_C"].shape == (NUTS.chains, NUTS.samples, 2)
+    assert list(post["family"].values) == ["sim0", "sim1", "sim2", "sim3"]
+    assert idata["sample_stats"]["diverging"].shape == (NUTS.chains, NUTS.samples)
+    # the full InferenceData (issue 20): energy and tree depth for BFMI, pointwise log-likelihood
+    # for LOO, the observed counts; ArviZ's own diagnostics run on it
+    n_cells = idata["observed_data"]["successes"].shape[0]
+    assert idata["log_likelihood"]["successes"].shape == (NUTS.chains, NUTS.samples, n_cells)
+    assert (idata["sample_stats"]["tree_depth"].values >= 1).all()
+    bfmi = az.bfmi(idata)
+    assert bfmi.shape == (NUTS.chains,) and np.isfinite(bfmi).all()
+    loo = az.loo(idata, pointwise=True)
+    assert np.isfinite(loo.elpd_loo) and loo.loo_i.shape == (n_cells,)
+    summary = az.summary(idata, var_names=["log_C"])
+    assert list(summary.columns[:2]) == ["mean", "sd"] and len(summary) == 2
+
+
+def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):
+    posterior, _ = fitted
+    arch0 = predict.resolve_arch(posterior, "a0")[0]
+    bits = list(np.geomspace(1, 100, 9))
+    points = predict.resolve_levels(posterior, "sim0", [], bits)
+    p = [pt["p"] for pt in predict.predict(posterior, "sim0", points, arch0)["points"]]
+    assert all(x > y for x, y in zip(p, p[1:])) and p[0] > 0.95 and p[-1] < 0.05
+    arch1 = predict.resolve_arch(posterior, "a1")[0]  # C_a1 = 2 C_a0 in the truth
+    bigger = predict.predict(posterior, "sim0", points, arch1)["points"]
+    assert all(b["p"] >= a for a, b in zip(p, bigger))
+    # a fitted level's complexity is that level: its fitted effect, a narrower interval
+    lv = next(i for i, x in enumerate(posterior.meta["levels"]) if x["family"] == 1)
+    seen = predict.resolve_levels(posterior, "sim1", [], [posterior.meta["levels"][lv]["bits"]])
+    assert seen[0]["level"] == lv
+    new = [{**seen[0], "level": None}]
+    width = lambda r: r["points"][0]["hi90"] - r["points"][0]["lo90"]  # noqa: E731
+    assert width(predict.predict(posterior, "sim1", seen, arch0)) < width(
+        predict.predict(posterior, "sim1", new, arch0)
+    )
+    # a new architecture goes through the covariate regression (and is labelled so)
+    spec = "d_model=128,d_head=32,d_ff=256"
+    new_arch = predict.resolve_arch(posterior, spec)[0]
+    assert new_arch["index"] is None and "covariate regression" in new_arch["label"]
+    out = predict.predict(posterior, "sim0", points[:1], new_arch)
+    assert set(out["boundaries"]) == {"sim0", "sim1", "sim2", "sim3"}
