@@ -3,7 +3,7 @@ saturation, with the recipe that stores the most (docs/capacity.md).
 
     python -m jaxcap.launch --config configs/capacity.py            # 2-core CPU: 26 CPU-minutes
     python -m jaxcap.launch --config configs/capacity.py:smoke      # about a minute; used by the tests
-    python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics of one arch (3 of them: 8 CPU-min)
+    python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics (3 of them: 8 CPU-min)
     python -m jaxcap.launch --config configs/capacity.py:scale      # the size trend, 1.3k-14k parameters
     python -m jaxcap.launch --config configs/capacity.py:labels     # random labels instead of tokens
     python -m jaxcap.launch --config configs/capacity.py:full       # accelerator: up to the seed baseline

@@ -63,7 +63,11 @@ def headline(posterior: Posterior, valid: dict) -> str:
     """The answer in a few lines (printed at the end of a calibrate run)."""
     t, meta = posterior_tables(posterior), posterior.meta
     ref = meta["families"][meta["reference"]]
-    unit = f"bits stored at saturation, θ_{ref} from the fit" if meta.get("anchor") else f"bits of {ref}, θ_{ref} = 1"
+    unit = (
+        f"bits stored at saturation, θ_{ref} from the fit"
+        if meta.get("anchor")
+        else f"bits of {ref}, θ_{ref} = 1"
+    )
     lines = [f"effective capacity C ({unit}; median [90% interval]):"]
     lines += [f"  {a['label']}: C = {_ci(a['C'])}" for a in t["archs"]]
     lines += [

@@ -111,7 +111,9 @@ def test_regression_chance_is_the_train_mean():
 def test_baselines_inside_the_x64_scope_of_a_float64_run():
     """A float64 run trains inside `jax.enable_x64`: the blind tables are float64 there, and the
     scoring scan (float32 carry) must still add them up (it raised a carry-type error before)."""
-    task = tasks.build({"name": "random_tokens", "vocab_size": 16, "seq_len": 8, "dataset_size": 40, "n_eval": 32})
+    task = tasks.build(
+        {"name": "random_tokens", "vocab_size": 16, "seq_len": 8, "dataset_size": 40, "n_eval": 32}
+    )
     want, _, _ = _baselines(task)
     with jax.enable_x64(True):
         got, _, _ = _baselines(task)

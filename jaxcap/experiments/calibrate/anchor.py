@@ -11,8 +11,8 @@ table's architectures (`meta_anchor.ARCH_KEYS`) before the fit.
 
 from __future__ import annotations
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.experiments.capacity.report import saturated_capacity
+from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta.data import Table
@@ -26,12 +26,11 @@ def find(table: Table, workdir: str) -> tuple[int, dict]:
             return i, saturated_capacity(workdir, meta_anchor.arch_key(arch))
         except ValueError:
             continue
-    wanted = "; ".join(
-        ", ".join(f"{k}={v}" for k, v in meta_anchor.arch_key(a).items()) for a in table.archs
-    )
+    wanted = "; ".join(", ".join(f"{k}={v}" for k, v in meta_anchor.arch_key(a).items()) for a in table.archs)
+    keys = ", ".join(meta_anchor.ARCH_KEYS)
     raise ConfigError(
         f"config.calibrate.capacity_workdir: {workdir} measured none of the calibrate "
-        f"architectures ({wanted}); allowed: a capacity run of one of them (same {', '.join(meta_anchor.ARCH_KEYS)})"
+        f"architectures ({wanted}); allowed: a capacity run of one of them (same {keys})"
     )
 
 
@@ -40,7 +39,14 @@ def stamp(found: tuple[int, dict] | None) -> dict:
     if found is None:
         return {}
     arch, cap = found
-    return {"anchor": {"arch": arch, "workdir": cap["workdir"], "seeds": cap["seeds"], "saturated": cap["saturated"]}}
+    return {
+        "anchor": {
+            "arch": arch,
+            "workdir": cap["workdir"],
+            "seeds": cap["seeds"],
+            "saturated": cap["saturated"],
+        }
+    }
 
 
 def anchor(posterior: meta_fit.Posterior, by_chain: dict, found: tuple[int, dict], seed: int) -> None:

@@ -58,8 +58,14 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
         label = f"{name(a)} ({a['n_params']:,} params; {verdict}{gain})"
         annealed = [p for p in a.get("annealed_curve", []) if p["median"] is not None]
         for ax, scale in ((left, 1.0), (right, 1.0 / a["n_params"])):
-            ax.plot(x, [p["median"] * scale for p in points], "o-", color=f"C{i % 10}", ms=3,
-                    label=label if ax is right else None)
+            ax.plot(
+                x,
+                [p["median"] * scale for p in points],
+                "o-",
+                color=f"C{i % 10}",
+                ms=3,
+                label=label if ax is right else None,
+            )
             low, high = [p["min"] * scale for p in points], [p["max"] * scale for p in points]
             ax.fill_between(x, low, high, color=f"C{i % 10}", alpha=0.2, lw=0)
             if annealed:  # each budget its own run, decayed to 0 there: the verdict's curve
@@ -98,7 +104,9 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
     fig.tight_layout()
     # one legend under both panels: inside, five or more architectures hid the curves
     handles, labels = right.get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False)
+    fig.legend(
+        handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False
+    )
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -98,8 +98,7 @@ def trend_lines(archs: list[dict], trend: dict | None) -> list[str]:
         f = trend[per]
         lo, hi = f["slope_interval"]
         lines.append(
-            f"- {words}: {f['slope']:+.2f} [{lo:+.2f}, {hi:+.2f}] per 10x parameters "
-            f"({f['points']} points)"
+            f"- {words}: {f['slope']:+.2f} [{lo:+.2f}, {hi:+.2f}] per 10x parameters ({f['points']} points)"
         )
     sizes = ", ".join(f"{a['n_params']:,}" for a in sorted(archs, key=lambda a: a["n_params"]))
     lines.append(
@@ -120,8 +119,13 @@ def plot_size_trend(archs: list[dict], trend: dict, path: Path) -> Path:
             seeds = np.asarray(a["c_mem_seeds"]) / denominator
             mid = a["c_mem"] / denominator
             ax.errorbar(
-                a["n_params"], mid, yerr=[[mid - seeds.min()], [seeds.max() - mid]], fmt=marker,
-                color=color, mfc=color if a["is_capacity"] else "white", capsize=3,
+                a["n_params"],
+                mid,
+                yerr=[[mid - seeds.min()], [seeds.max() - mid]],
+                fmt=marker,
+                color=color,
+                mfc=color if a["is_capacity"] else "white",
+                capsize=3,
             )
         mean, lower, upper = band(trend[per], grid)
         f = trend[per]
@@ -130,12 +134,19 @@ def plot_size_trend(archs: list[dict], trend: dict, path: Path) -> Path:
     for (paper, value), ls in zip(LITERATURE.items(), (":", "-.")):
         ax.axhline(value, ls=ls, color="gray", lw=1, label=f"{paper}: {value}")
     for a in archs:
-        ax.annotate(name(a), (a["n_params"], a["bits_per_param"]), fontsize=6, textcoords="offset points",
-                    xytext=(4, -10))
+        ax.annotate(
+            name(a),
+            (a["n_params"], a["bits_per_param"]),
+            fontsize=6,
+            textcoords="offset points",
+            xytext=(4, -10),
+        )
     ax.set_xscale("log")
     ax.set_xlabel("parameters (log scale)")
     ax.set_ylabel("bits stored per parameter at the verdict's budget")
-    ax.set_title("size trend: median, seed range, fitted line with 90 % band\n(hollow: lower bound, not saturated)",
-                 fontsize=9)
+    ax.set_title(
+        "size trend: median, seed range, fitted line with 90 % band\n(hollow: lower bound, not saturated)",
+        fontsize=9,
+    )
     ax.legend(fontsize=7, loc="best")
     return _save(fig, path)

@@ -6,14 +6,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from jaxcap.benchmarks import device_time
 from jaxcap.reports import device_page
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _rate(p: int, matmul_mb: float) -> float:

@@ -12,8 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from jaxcap.config.fields import ConfigError
 from jaxcap.experiments.calibrate import anchor as calibrate_anchor
+from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
@@ -42,10 +42,16 @@ def test_anchoring_moves_units_not_predictions(fitted):
     moved, record = meta_anchor.anchor_draws(by_chain["draws"], 0, _capacity([40.0, 50.0, 60.0]))
     flat = meta_fit.flatten(moved)
     for arch, family in ((0, 1), (1, None), (None, 2)):
-        before = metamodel.success_probability(posterior.draws, np.log([4.0, 9.0]), np.random.default_rng(1), arch, family)
-        after = metamodel.success_probability(flat, np.log([4.0, 9.0]), np.random.default_rng(1), arch, family)
+        before = metamodel.success_probability(
+            posterior.draws, np.log([4.0, 9.0]), np.random.default_rng(1), arch, family
+        )
+        after = metamodel.success_probability(
+            flat, np.log([4.0, 9.0]), np.random.default_rng(1), arch, family
+        )
         np.testing.assert_allclose(after, before, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(metamodel.boundary_bits(flat), metamodel.boundary_bits(posterior.draws), rtol=1e-9)
+    np.testing.assert_allclose(
+        metamodel.boundary_bits(flat), metamodel.boundary_bits(posterior.draws), rtol=1e-9
+    )
     assert record["arch"] == 0 and record["c_mem"] == 50.0
     assert not np.allclose(flat["log_C"], posterior.draws["log_C"])  # the units did move
 
@@ -76,15 +82,29 @@ def test_capacity_seed_spread_widens_the_anchor_arch(fitted):
 
 
 def test_lines_say_the_unit_and_a_lower_bound():
-    record = {"arch": 0, "c_mem": 1234.0, "saturated": False, "workdir": "runs/cap", "reference_theta_median": 2.5}
+    record = {
+        "arch": 0,
+        "c_mem": 1234.0,
+        "saturated": False,
+        "workdir": "runs/cap",
+        "reference_theta_median": 2.5,
+    }
     line = meta_anchor.anchor_line(record)
     assert "1,234 bits" in line and "LOWER BOUND" in line and "θ = 2.50" in line
     assert "θ_ref = 1" in meta_anchor.anchor_line(None)
 
 
 def test_find_matches_on_architecture_fields_and_refuses_none(monkeypatch):
-    measured = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_ff": 32, "param_dtype": "float32",
-                "compute_dtype": "float32", "qat_bits": 0}
+    measured = {
+        "n_layers": 1,
+        "d_model": 16,
+        "n_heads": 2,
+        "d_head": 8,
+        "d_ff": 32,
+        "param_dtype": "float32",
+        "compute_dtype": "float32",
+        "qat_bits": 0,
+    }
 
     def saturated_capacity(workdir, arch):
         if arch != measured:

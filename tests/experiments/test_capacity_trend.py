@@ -15,10 +15,18 @@ def _archs(slope: float, rng, sizes=(1_000, 4_000, 16_000, 64_000), seeds=3, noi
         c = bpp * n
         out.append(
             {
-                "n_params": n, "c_mem_seeds": c.tolist(), "c_mem": float(np.median(c)),
+                "n_params": n,
+                "c_mem_seeds": c.tolist(),
+                "c_mem": float(np.median(c)),
                 "bits_per_param": float(np.median(c)) / n,
-                "bits_per_body_param": float(np.median(c)) / (body * n), "is_capacity": n < 64_000,
-                "n_layers": 1, "d_model": 8, "n_heads": 1, "d_head": 8, "d_ff": 16, "seq_len": 16,
+                "bits_per_body_param": float(np.median(c)) / (body * n),
+                "is_capacity": n < 64_000,
+                "n_layers": 1,
+                "d_model": 8,
+                "n_heads": 1,
+                "d_head": 8,
+                "d_ff": 16,
+                "seq_len": 16,
             }
         )
     return out
