@@ -35,9 +35,13 @@ from jaxcap.config.search_space import add_level_search
 from jaxcap.meta.validate import DESIGNS
 
 # candidate levels; the design trains a spanning grid of them, then bisects at the boundary
-MODULI = (2, 4, 5, 8, 10, 16, 20, 25, 40, 50, 80, 100, 160, 200, 400, 625)  # divisors of 10^4
+# divisors of 10^4 (the last k digits decide) and moduli that need every digit (primes, factors
+# other than 2 and 5): lookup_bits is tested where a user will ask, not only where it is easy
+MODULI = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 25, 31, 40, 50, 64, 80, 97, 100, 127, 200, 400, 625)
 DATASET_SIZES = tuple(int(round(2 ** (k / 2))) for k in range(10, 29))  # 32 ... 16,384 sequences
 PARITY_K = tuple(range(1, 17))  # of n = 16 bits
+COPY_LENGTHS = tuple(range(3, 17)) + (20, 24, 32)  # symbols over vocab 8: length x 3 bits (>= 3: a val split)
+RECALL_PAIRS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # key-value pairs over vocab 32: n x 5 bits
 DESIGN = dict(grid=4, rounds=2, per_round=1)
 
 
@@ -96,6 +100,17 @@ def families(variant: str) -> dict:
         "parity": dict(
             task=dict(name="parity", n=16),
             levels=dict(k=PARITY_K),
+            overrides="",
+        ),
+        # two in-context families: with 5 families leave-one-family-out is scored by default
+        "copying": dict(
+            task=dict(name="copying", vocab=8, length=16),
+            levels=dict(length=COPY_LENGTHS),
+            overrides="",
+        ),
+        "recall": dict(
+            task=dict(name="recall", vocab=32, n_pairs=8),
+            levels=dict(n_pairs=RECALL_PAIRS),
             overrides="",
         ),
     }

@@ -5,6 +5,7 @@ netCDF (and ArviZ reads it), and predict moves the right way and uses fitted lev
 NUTS is kept small (2 chains x 300 + 300); on a 2-core CPU each run takes 10-30 s.
 """
 
+import dataclasses
 import json
 import math
 
@@ -50,6 +51,7 @@ def test_model_likelihood_is_the_simulators(simulated):
         "log_theta": np.array(truth.log_theta),
         "kappa": np.array(truth.kappa),
         "level_effect": effects,
+        "lapse": np.zeros(2),  # the simulator's default: no lapses
     }
     model = handlers.substitute(handlers.seed(metamodel.model, 0), data=values)
     with jax.enable_x64(True):
@@ -79,6 +81,37 @@ def test_parameters_are_recovered(simulated, fitted):
         assert hi - lo < 1.0, (lo, hi)
     # two architectures that differ in size: the covariate regression explains their difference
     assert d["beta"].shape[1] == 4 and posterior.meta["diagnostics"]["max_rhat"] < 1.05
+
+
+@pytest.mark.slow
+def test_lapse_rates_are_recovered():
+    """Parameter recovery of the lapse term (issue 24): data simulated with a 10 % rate of runs
+    failing learnable levels and none learning unlearnable ones; the posterior covers both, tells
+    them apart, and the logistic slopes stay recovered (the lapse keeps them unbiased)."""
+    truth = dataclasses.replace(meta_simulate.default_truth(n_levels=8), lapse=(0.10, 0.0))
+    rows, _ = meta_simulate.simulate_rows(truth, seeds=4, rng=np.random.default_rng(3))
+    posterior, _ = meta_fit.fit(meta_data.build_table(rows), NUTS)
+    lapse = posterior.draws["lapse"]
+    lo, hi = np.quantile(lapse[:, 0], [0.05, 0.95])
+    assert lo <= 0.10 <= hi and lo > 0.03, (lo, hi)
+    assert np.quantile(lapse[:, 1], 0.95) < 0.05
+    kappa = [np.quantile(posterior.draws["kappa"][:, f], [0.05, 0.95]) for f in range(4)]
+    assert sum(lo <= k <= hi for (lo, hi), k in zip(kappa, truth.kappa)) >= 3, kappa
+
+
+def test_level_marginal_p_is_the_average_over_new_levels(fitted):
+    """The level-marginal P (Gauss-Hermite over δ) equals the mean of fresh-δ draws, and near
+    the boundary its interval is narrower: it leaves out the luck of one level."""
+    posterior, _ = fitted
+    rng = np.random.default_rng(0)
+    draws = {k: np.repeat(v, 40, axis=0) for k, v in posterior.draws.items()}  # many δ per draw
+    log_b = np.log([2.0, 8.0, 30.0])
+    fresh = metamodel.success_probability(draws, log_b, rng, arch=0, family=1)
+    typical = metamodel.success_probability(draws, log_b, rng, arch=0, family=1, marginal=True)
+    np.testing.assert_allclose(typical.mean(0), fresh.mean(0), atol=0.01)
+    spread = lambda p: np.quantile(p, 0.95, axis=0) - np.quantile(p, 0.05, axis=0)  # noqa: E731
+    near = (typical.mean(0) > 0.2) & (typical.mean(0) < 0.8)
+    assert near.any() and (spread(typical)[near] < spread(fresh)[near]).all()
 
 
 def test_scale_is_fixed_and_reference_changes_only_units(simulated):
