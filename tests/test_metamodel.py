@@ -200,3 +200,20 @@ def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):
     assert new_arch["index"] is None and "covariate regression" in new_arch["label"]
     out = predict.predict(posterior, "sim0", points[:1], new_arch)
     assert set(out["boundaries"]) == {"sim0", "sim1", "sim2", "sim3"}
+
+
+def test_out_of_grid_population_beats_the_base_rate(simulated, fitted):
+    """A separate population from the same truth at levels between the fitted ones, new seeds:
+    the posterior predicts it better than the calibrate table's base rate and family rates."""
+    from jaxcap.meta import out_of_grid
+
+    truth, table, _ = simulated
+    between = tuple(tuple(float(np.sqrt(a * b)) for a, b in zip(bits, bits[1:])) for bits in truth.bits)
+    rows, _ = meta_simulate.simulate_rows(
+        dataclasses.replace(truth, bits=between), seeds=3, rng=np.random.default_rng(7)
+    )
+    result = out_of_grid.score_population(fitted[0], table, meta_data.build_table(rows))
+    assert result["levels_also_fitted"] == 0 and result["n_cells"] == 2 * 4 * 5
+    brier = {m: result[m]["brier"] for m in out_of_grid.METHODS}
+    assert brier["meta_model"] < min(brier["base_rate"], brier["family_rate"]), brier
+    assert 0.6 <= result["meta_model"]["pit_coverage90"] <= 1.0
