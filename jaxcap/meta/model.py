@@ -134,7 +134,9 @@ def model(data: dict, obs=None) -> None:
     with numpyro.plate("level", n_level):
         z_l = numpyro.sample("z_level", dist.Normal(0.0, 1.0))
     # logit-normal, sampled on the logit scale: no boundary at 0 for NUTS to run into
-    logit_lapse = numpyro.sample("logit_lapse", dist.Normal(*PRIOR["logit_lapse"]).expand([len(LAPSES)]).to_event(1))
+    logit_lapse = numpyro.sample(
+        "logit_lapse", dist.Normal(*PRIOR["logit_lapse"]).expand([len(LAPSES)]).to_event(1)
+    )
     lapse = numpyro.deterministic("lapse", jax.nn.sigmoid(logit_lapse))
 
     free_theta = jnp.where(pinned, mu_c - raw, mu_t + sigma_t * raw)

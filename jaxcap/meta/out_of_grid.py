@@ -44,7 +44,9 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
         name = new.families[f_new]
         key = json.dumps(new.archs[a_new], sort_keys=True)
         if name not in meta["families"] or key not in arch_of:
-            what = f"family {name}" if name not in meta["families"] else f"architecture {new.arch_label(a_new)}"
+            what = (
+                f"family {name}" if name not in meta["families"] else f"architecture {new.arch_label(a_new)}"
+            )
             raise ValueError(f"--workdirs: {what} is not in the fit; out-of-grid scores new levels only")
         f, a = meta["families"].index(name), arch_of[key]
         level = new.levels[lv]
@@ -84,7 +86,9 @@ def _cells(table: meta_data.Table) -> dict[tuple, list[dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jaxcap.meta.out_of_grid", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jaxcap.meta.out_of_grid", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--posterior", required=True, help="a calibrate workdir (posterior.nc, table.json)")
     parser.add_argument("--workdirs", nargs="+", required=True, help="population workdirs to predict")
     parser.add_argument("--json", action="store_true", help="print every score and cell as JSON")
@@ -99,13 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"{result['n_rows']} runs, {result['n_cells']} cells ({result['levels_also_fitted']} level values also in the fit)")
+    also = result["levels_also_fitted"]
+    print(f"{result['n_rows']} runs, {result['n_cells']} cells ({also} level values also in the fit)")
     for m in METHODS:
         s = result[m]
-        print(f"  {m}: Brier {s['brier']:.4f}, log loss {s['log_loss']:.4f}, AUC {s['auc'] if s['auc'] is None else round(s['auc'], 3)}")
+        auc = "—" if s["auc"] is None else f"{s['auc']:.3f}"
+        print(f"  {m}: Brier {s['brier']:.4f}, log loss {s['log_loss']:.4f}, AUC {auc}")
     mm = result["meta_model"]
-    print(f"  meta_model PIT coverage 50% / 90%: {mm['pit_coverage50']:.2f} / {mm['pit_coverage90']:.2f}, "
-          f"median width {mm['median_width50']:.2f} / {mm['median_width90']:.2f}")
+    print(
+        f"  meta_model PIT coverage 50% / 90%: {mm['pit_coverage50']:.2f} / {mm['pit_coverage90']:.2f}, "
+        f"median width {mm['median_width50']:.2f} / {mm['median_width90']:.2f}"
+    )
     return 0
 
 

@@ -74,7 +74,9 @@ def markdown(table: dict, label: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jaxcap.meta.replicates", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jaxcap.meta.replicates", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("workdirs", nargs="+", help="calibrate workdirs (each with validation.json)")
     parser.add_argument("--markdown", action="store_true", help="a markdown table instead of JSON")
     args = parser.parse_args(argv)
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     for w in args.workdirs:
         path = Path(w) / "validation.json"
         if not path.exists():
-            print(f"replicates error: {path}: missing (run the calibrate config there first)", file=sys.stderr)
+            print(
+                f"replicates error: {path}: missing (run the calibrate config there first)", file=sys.stderr
+            )
             return 2
         validations.append(json.loads(path.read_text()))
     table = replicate_table(validations)

@@ -53,7 +53,9 @@ def sampler_health(diag: dict, valid: dict) -> list[str]:
         f"full fit {diag['divergences']} divergences, max R-hat {diag['max_rhat']:.3f}, "
         f"min bulk ESS {diag['min_ess']:.0f}"
     )
-    lines = [f"Sampler health: {full} ({'meets' if full_ok else '**MISSES**'} 0 / <= {RHAT_MAX} / >= {ESS_MIN})"]
+    lines = [
+        f"Sampler health: {full} ({'meets' if full_ok else '**MISSES**'} 0 / <= {RHAT_MAX} / >= {ESS_MIN})"
+    ]
     if folds:
         rhat, ess = max(d["max_rhat"] for d in folds), min(d["min_ess"] for d in folds)
         rate = div / steps if steps else float("nan")
@@ -61,7 +63,8 @@ def sampler_health(diag: dict, valid: dict) -> list[str]:
         lines.append(
             f"Sampler health: {len(folds)} validation fits {div} divergences ({100 * rate:.2f} % of "
             f"{steps} transitions), worst R-hat {rhat:.3f}, min bulk ESS {ess:.0f} "
-            f"({'meets' if ok else '**MISSES**'} <= {100 * DIVERGENCE_RATE_MAX:g} % / <= {RHAT_MAX} / >= {ESS_MIN})"
+            f"({'meets' if ok else '**MISSES**'} <= {100 * DIVERGENCE_RATE_MAX:g} % / <= {RHAT_MAX} "
+            f"/ >= {ESS_MIN})"
         )
     return lines
 

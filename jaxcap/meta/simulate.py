@@ -2,10 +2,10 @@
 
 Parameter recovery (Cook, Gelman & Rubin 2006; Talts et al. 2018, arXiv:1804.06788) needs data
 whose generating parameters are known: `simulate_rows` draws, for every architecture, family,
-level and seed, a success with the probability the model states,
-λ_learn + (1 − λ_fail − λ_learn) sigmoid(κ_f · (log C_a − log θ_f − δ_l − log b_l)), and writes it in the schema the core writes
-to members.jsonl, so the same table builder, fit, validation, report and predict CLI run on it.
-"""
+level and seed, a success with the probability the model states, λ_learn + (1 − λ_fail −
+λ_learn) sigmoid(κ_f · (log C_a − log θ_f − δ_l − log b_l)), and writes it in the schema the
+core writes to members.jsonl, so the same table builder, fit, validation, report and predict CLI
+run on it."""
 
 from __future__ import annotations
 
