@@ -20,7 +20,7 @@ fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 ..
 64), sparse parity (k of 16 bits), random labels (32 .. 16,384 sequences), copying (3 .. 32
 symbols over 8) and associative recall (1 .. 32 pairs over 32 symbols); a spanning grid of 4
 levels per family, then 2 bisection rounds that add a level where success flips, 4 seeds per
-level, a d_model-64 model for 2,000 steps, NUTS 4 chains x (500 + 500); validation on held-out
+level, a d_model-64 model for 2,000 steps, NUTS 4 chains x (1,000 + 1,000); validation on held-out
 levels (4 folds x 3 fold seeds; fold seed 0 is the development split, not quoted), the top
 level of each family, and held-out families. The meta-model has lapse rates (a run failing a
 learnable level or learning an unlearnable one, jaxcap/meta/model.py). Measured numbers, with
@@ -156,7 +156,8 @@ def get_config(arg=None):
         workdirs=(),  # finished workdirs (population or Optuna) whose rows join the table
         search="grid",
         reference="random_labels",
-        nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.95, seed=0),
+        # 1,000 + 1,000: bulk ESS >= 400 on sharp families (docs/meta-model.md, issue 24)
+        nuts=dict(warmup=1000, samples=1000, chains=4, target_accept=0.95, seed=0),
         validation=dict(folds=4, seeds=(1, 2, 3), designs=DESIGNS, development=False),
         design=dict(DESIGN),
     )
