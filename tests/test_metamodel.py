@@ -67,6 +67,15 @@ def test_model_likelihood_is_the_simulators(simulated):
     np.testing.assert_allclose(got, binom.logpmf(obs, data["trials"], want), rtol=1e-6, atol=1e-9)
 
 
+def test_slopes_saturate_below_the_cap():
+    """κ = saturate(k): k itself where the data resolve it, never above KAPPA_MAX, increasing."""
+    k = np.geomspace(0.1, 1e4, 400)
+    kappa = metamodel.saturate(k)
+    np.testing.assert_allclose(kappa[k <= 10], k[k <= 10], rtol=5e-3)
+    assert (kappa <= metamodel.KAPPA_MAX).all() and (np.diff(kappa) >= 0).all()
+    assert kappa[-1] > 0.99 * metamodel.KAPPA_MAX
+
+
 def test_parameters_are_recovered(simulated, fitted):
     truth, _, _ = simulated
     posterior, _ = fitted
