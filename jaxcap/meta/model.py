@@ -88,7 +88,7 @@ PRIOR = {
     "mu_log_kappa_scale": 1.0,
     "sigma_log_kappa": 0.5,
     "sigma_level": 0.5,  # log-bits: a level 1.65x harder or easier than its bits at 1 sd
-    "logit_lapse": (-3.5, 1.0),  # each lapse rate: median 2.9 %, 95 % below 13 %
+    "logit_lapse": (-3.0, 1.5),  # each lapse rate: median 4.7 %, 30 % of the mass above 10 %
 }
 LAPSES = ("fail", "learn")  # λ_fail: a run fails a learnable level; λ_learn: the reverse
 KAPPA_MAX = 30.0  # per log-bit: see "Slopes saturate" above
