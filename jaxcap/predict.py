@@ -4,15 +4,20 @@
     python -m jaxcap.predict --posterior runs/calibrate --task parity --complexity 8 --arch a0
     python -m jaxcap.predict --posterior runs/calibrate --task parity --level 3 --arch d_model=128 --json
 
-For each query level of family F: P(learned) by a run of the architecture (the posterior
-predictive mean) with its 50% and 90% credible intervals, and every fitted family's boundary
-b* = C/θ with its interval. A level is a value of the family's level field (`--level`, e.g.
-modulo's modulus) or its difficulty covariate in bits (`--complexity`, the unit of the fit:
-jaxcap/meta/difficulty.py). A level that was fitted uses its fitted level effect; a new one
-draws a fresh effect from its family's level spread; a level the task does not allow (parity
-k = 20 with n = 16) or a complexity outside what the family's task can produce is an error
-naming the range. A family outside the fit is predicted from the family population, labelled
-so, and refused while the fit has fewer than meta_splits.MIN_FAMILIES families.
+For each query level of family F: P(learned), the success rate of runs of the architecture on a
+level of that difficulty, as its posterior median with 50% and 90% credible intervals (the
+posterior mean is shown too, labelled "mean"), and every fitted family's boundary b* = C/θ with
+its interval. A level is a value of the family's level field (`--level`, e.g. modulo's modulus)
+or its difficulty covariate in bits (`--complexity`): the unit of the fit, which is the task's
+nominal complexity_bits (log2 N, n log2 K, ...) except where jaxcap/meta/difficulty.py names a
+structural covariate (modulo: lookup_bits, the size of the table the answer depends on). Every
+line names the covariate and its value next to the nominal bits. A query outside the covariate
+range the family was fitted on prints an extrapolation warning with that range. A level that was
+fitted uses its fitted level effect; a new one draws a fresh effect from its family's level
+spread; a level the task does not allow (parity k = 20 with n = 16) or a complexity outside what
+the family's task can produce is an error naming the range. A family outside the fit is
+predicted from the family population, labelled so, and refused while the fit has fewer than
+meta_splits.MIN_FAMILIES families.
 
 `--arch` takes a label (`a0`) or model fields matched exactly against the fitted architectures
 (`d_model=64,n_heads=4`): an unknown field is an error; fields that match several fitted
@@ -30,73 +35,11 @@ import numpy as np
 from absl import flags
 
 from jaxcap.config import cli
-from jaxcap.meta.cells import arch_covariates
-from jaxcap.meta.difficulty import checked_level_bits
+from jaxcap.meta.arch_query import QueryError, parse_value, resolve_arch  # noqa: F401 (the CLI's API)
+from jaxcap.meta.difficulty import COVARIATES, checked_level_bits, covariate_name, nominal_level_bits
 from jaxcap.meta.fit import Posterior, load_posterior, summarize
 from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability
 from jaxcap.meta.splits import MIN_FAMILIES
-
-
-class QueryError(ValueError):
-    """A query the posterior cannot answer, phrased as one line naming the argument."""
-
-
-def _parse_value(text: str, like):
-    if isinstance(like, bool):
-        if text not in ("True", "False", "true", "false"):
-            raise QueryError(f"got {text!r}; allowed: True or False")
-        return text.lower() == "true"
-    try:
-        return type(like)(text) if like is not None else (None if text == "None" else text)
-    except ValueError:
-        raise QueryError(f"got {text!r}; allowed: a {type(like).__name__}") from None
-
-
-def resolve_arch(posterior: Posterior, spec: str | None) -> list[dict]:
-    """[{"index": fitted index or None, "label", "x": centred covariates of a new one}]."""
-    archs, labels = posterior.meta["archs"], posterior.meta["arch_labels"]
-    if not spec:
-        return [{"index": a, "label": label} for a, label in enumerate(labels)]
-    for a, label in enumerate(labels):
-        if spec in (label.split(":")[0], str(a), label):
-            return [{"index": a, "label": label}]
-    wanted = {}
-    for item in filter(None, spec.split(",")):
-        key, eq, text = (s.strip() for s in item.partition("="))
-        if not eq:
-            names = ", ".join(x.split(":")[0] for x in labels)
-            raise QueryError(
-                f"--arch: got {spec!r}; allowed: {names} or model fields like d_model=64,n_heads=4"
-            )
-        if key not in archs[0]:
-            raise QueryError(f"--arch: unknown field {key!r}; fields: {', '.join(sorted(archs[0]))}")
-        try:
-            wanted[key] = _parse_value(text, archs[0][key])
-        except QueryError as e:
-            raise QueryError(f"--arch {key}: {e}") from None
-    matches = [a for a, m in enumerate(archs) if all(m[k] == v for k, v in wanted.items())]
-    if len(matches) == 1:
-        return [{"index": matches[0], "label": labels[matches[0]]}]
-    if len(matches) > 1:
-        differ = sorted(k for k in archs[0] if len({repr(archs[a][k]) for a in matches}) > 1)
-        raise QueryError(
-            f"--arch {spec}: ambiguous, matches {'; '.join(labels[a] for a in matches)}; "
-            f"add one of the fields that tell them apart: {', '.join(differ)}"
-        )
-    unset = sorted(k for k in archs[0] if k not in wanted and len({repr(m[k]) for m in archs}) > 1)
-    if unset:
-        raise QueryError(
-            f"--arch {spec}: a new architecture, but the fitted ones differ in {', '.join(unset)}; give them"
-        )
-    model = {**archs[0], **wanted}
-    try:
-        x = arch_covariates(model) - np.asarray(posterior.meta["arch_center"])
-    except (ValueError, TypeError) as e:
-        raise QueryError(f"--arch {spec}: not a valid model ({e})") from None
-    n = len(archs)
-    note = "one fitted architecture: the regression slopes are their priors" if n == 1 else f"{n} fitted"
-    label = f"new architecture {spec} (log C from the covariate regression; {note})"
-    return [{"index": None, "label": label, "x": x.tolist()}]
 
 
 def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: list[float]) -> list[dict]:
@@ -112,13 +55,21 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
             )
         field = info["field"]
         like = levels[0][1]["fields"][field]
-        value = _parse_value(text, like)
+        value = parse_value(text, like)
         try:
             b = checked_level_bits(family, info["fixed"], field, value)
         except ValueError as e:
             raise QueryError(f"--level {field}={text}: {e}") from None
         seen = [i for i, lv in levels if lv["fields"][field] == value]
-        points.append({"bits": b, "level": seen[0] if seen else None, "label": f"{field}={value}"})
+        nominal = nominal_level_bits(family, info["fixed"], field, value)
+        points.append(
+            {
+                "bits": b,
+                "nominal_bits": nominal,
+                "level": seen[0] if seen else None,
+                "label": f"{field}={value}",
+            }
+        )
     for b in bits:
         rng = info["bits_range"] if info else None
         if rng and not rng[0] * (1 - 1e-9) <= b <= rng[1] * (1 + 1e-9):
@@ -129,8 +80,24 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
             )
         seen = [i for i, lv in levels if np.isclose(lv["bits"], b, rtol=1e-9)]
         label = meta["levels"][seen[0]]["label"] if len(seen) == 1 else f"{b:g} bits"
-        points.append({"bits": b, "level": seen[0] if len(seen) == 1 else None, "label": label})
+        # the nominal bits of a complexity: known for a fitted level, or where they are the covariate
+        nominal = meta["levels"][seen[0]]["complexity_bits"] if len(seen) == 1 else None
+        if nominal is None and family not in COVARIATES:
+            nominal = b
+        points.append(
+            {"bits": b, "nominal_bits": nominal, "level": seen[0] if len(seen) == 1 else None, "label": label}
+        )
     return points
+
+
+def fitted_range(posterior: Posterior, family: str) -> tuple[str, list[float] | None]:
+    """(covariate name, [min, max] of the covariate over the family's fitted levels, or None)."""
+    f = posterior.family_index(family)
+    levels = [lv for lv in posterior.meta["levels"] if lv["family"] == f]
+    if not levels:
+        return covariate_name(family), None
+    bits = [lv["bits"] for lv in levels]
+    return levels[0].get("covariate", "complexity_bits"), [min(bits), max(bits)]
 
 
 def check_family(posterior: Posterior, family: str, new_family: bool = True) -> None:
@@ -158,9 +125,11 @@ def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, s
     f = posterior.family_index(family)
     bits = np.array([pt["bits"] for pt in points])
     levels = [pt["level"] for pt in points]
+    # a new level's P: its level effect integrated out (the rate on a typical level of those bits)
     p = success_probability(
-        d, np.log(bits), rng, arch=arch["index"], family=f, levels=levels, arch_x=arch.get("x")
+        d, np.log(bits), rng, arch=arch["index"], family=f, levels=levels, arch_x=arch.get("x"), marginal=True
     )
+    name, span = fitted_range(posterior, family)
     if arch["index"] is not None:
         bstar = boundary_bits(d)[:, arch["index"], :]
     else:
@@ -172,16 +141,31 @@ def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, s
         "family_in_fit": f is not None,
         "points": [
             {
+                "covariate": name,
                 "bits": pt["bits"],
+                "nominal_bits": pt.get("nominal_bits"),
                 "level": pt["label"],
                 "seen_level": pt["level"] is not None,
-                "p": float(p[:, i].mean()),
+                "p": float(np.median(p[:, i])),  # the headline: the posterior median
+                "mean": float(p[:, i].mean()),
                 **summarize(p[:, i]),
+                "extrapolation": _extrapolation(name, pt["bits"], span),
             }
             for i, pt in enumerate(points)
         ],
+        "fitted_range": span,
         "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta["families"])},
     }
+
+
+def _extrapolation(name: str, bits: float, span: list[float] | None) -> str | None:
+    """A warning when a query lies outside the covariate range the family was fitted on."""
+    if span is None or span[0] * (1 - 1e-9) <= bits <= span[1] * (1 + 1e-9):
+        return None
+    return (
+        f"extrapolating: {name} {bits:.4g} bits is outside the fitted range "
+        f"{span[0]:.4g}-{span[1]:.4g} bits; the curve there rests on the model's form alone"
+    )
 
 
 def _print(posterior: Posterior, results: list[dict]) -> None:
@@ -193,10 +177,16 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
         print(f"{r['arch']} | task {r['family']} ({where})")
         for pt in r["points"]:
             kind = "fitted level" if pt["seen_level"] else "new level"
-            print(
-                f"  {pt['level']} ({pt['bits']:.4g} bits, {kind}): P(learned) = {pt['p']:.3f}  "
-                f"(50%: {pt['lo50']:.3f}-{pt['hi50']:.3f}, 90%: {pt['lo90']:.3f}-{pt['hi90']:.3f})"
+            nominal = (
+                "nominal bits ?" if pt["nominal_bits"] is None else f"nominal {pt['nominal_bits']:.4g} bits"
             )
+            print(
+                f"  {pt['level']} ({pt['covariate']} = {pt['bits']:.4g} bits, {nominal}, {kind}): "
+                f"P(learned) median {pt['median']:.3f} (50%: {pt['lo50']:.3f}-{pt['hi50']:.3f}, "
+                f"90%: {pt['lo90']:.3f}-{pt['hi90']:.3f}; mean {pt['mean']:.3f})"
+            )
+            if pt["extrapolation"]:
+                print(f"  WARNING: {pt['extrapolation']}")
         for name, b in r["boundaries"].items():
             print(f"  boundary b* {name}: {b['median']:.4g} bits (90%: {b['lo90']:.4g}-{b['hi90']:.4g})")
 
@@ -207,7 +197,14 @@ flags.DEFINE_string("task", None, "Task family, e.g. modulo or binop:add.", flag
 flags.DEFINE_list(
     "level", [], "Values of the family's level field (--level 16 40 97 or 16,40,97).", flag_values=FLAGS
 )
-flags.DEFINE_list("complexity", [], "Difficulty covariate in bits (--complexity 6 8).", flag_values=FLAGS)
+flags.DEFINE_list(
+    "complexity",
+    [],
+    "Difficulty in the family's covariate, in bits (--complexity 6 8): "
+    + "; ".join(f"{family}: {name}" for family, (name, _) in COVARIATES.items())
+    + "; every other family: complexity_bits (the task's nominal bits, e.g. log2 N, n log2 K).",
+    flag_values=FLAGS,
+)
 flags.DEFINE_string("arch", None, "a0, a1, ... or model fields d_model=64,n_heads=4.", flag_values=FLAGS)
 flags.DEFINE_bool("new_family", False, "--task names a family the fit has not seen.", flag_values=FLAGS)
 flags.DEFINE_integer("seed", 0, "Seed of the posterior predictive draws.", flag_values=FLAGS)
@@ -232,6 +229,20 @@ def _gather(argv: list[str]) -> list[str]:
     return out
 
 
+def read_posterior(path: str) -> Posterior:
+    """load_posterior, with a missing or unreadable file as one QueryError line."""
+    try:
+        return load_posterior(path)
+    except FileNotFoundError:
+        raise QueryError(
+            f"--posterior {path}: no posterior.nc there (run configs/calibrate.py first)"
+        ) from None
+    except Exception as e:  # h5py / netCDF / JSON: a damaged or foreign file, said in one line
+        raise QueryError(
+            f"--posterior {path}: not a readable meta-model posterior ({type(e).__name__})"
+        ) from None
+
+
 def _usage(message: str) -> int:
     print(f"usage error: {message}", file=sys.stderr)
     return 2
@@ -252,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(b <= 0 for b in complexity):
         return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: bits > 0")
     try:
-        posterior = load_posterior(FLAGS.posterior)
+        posterior = read_posterior(FLAGS.posterior)
         check_family(posterior, FLAGS.task, FLAGS.new_family)
         points = resolve_levels(posterior, FLAGS.task, FLAGS.level, complexity)
         results = [

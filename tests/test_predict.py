@@ -137,3 +137,57 @@ def test_arch_matching_and_json(posterior, monkeypatch, capsys):
     assert code == 0 and len(out) == 2 and [p["level"] for p in out[0]["points"]] == ["k=1", "k=3"]
     assert set(out[0]["boundaries"]) == {"random_labels", "modulo", "parity"}
     assert all(p["lo90"] <= p["median"] <= p["hi90"] for r in out for p in r["points"])
+
+
+def test_output_names_the_covariate_and_the_nominal_bits(posterior, monkeypatch, capsys):
+    """Issue 24: modulo's --complexity is lookup bits, not log2 N; every line says which."""
+    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    assert predict.main(["--posterior", "w", "--task", "modulo", "--level", "25", "--arch", "a0"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("modulus=25"))
+    assert f"lookup_bits = {50 * math.log2(25):.4g} bits" in line, line
+    assert f"nominal {math.log2(25):.4g} bits" in line, line
+    assert "complexity_bits" in predict.FLAGS["complexity"].help
+    assert "modulo: lookup_bits" in predict.FLAGS["complexity"].help
+
+
+def test_headline_is_the_median_inside_its_intervals_and_the_mean_is_labelled(posterior, monkeypatch, capsys):
+    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    args = ["--posterior", "w", "--task", "parity", "--level", "1", "3", "--arch", "a0"]
+    assert predict.main([*args, "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)[0]["points"]
+    for pt in points:
+        assert pt["p"] == pt["median"] and pt["lo50"] <= pt["p"] <= pt["hi50"]
+        assert pt["lo90"] <= pt["lo50"] and pt["hi50"] <= pt["hi90"] and 0 <= pt["mean"] <= 1
+    assert predict.main(args) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "P(learned)" in x]
+    assert len(lines) == 2
+    for line, pt in zip(lines, points):
+        assert f"P(learned) median {pt['median']:.3f} (50%: {pt['lo50']:.3f}" in line
+        assert f"mean {pt['mean']:.3f}" in line
+
+
+def test_a_query_outside_the_fitted_range_warns_with_the_range(posterior, monkeypatch, capsys):
+    """parity was fitted on k = 1, 3; k = 12 is allowed by the task but far outside the fit."""
+    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    lo, hi = (math.log2(sum(math.comb(16, j) for j in range(k + 1))) for k in (1, 3))
+    args = ["--posterior", "w", "--task", "parity", "--level", "2", "12", "--arch", "a0"]
+    assert predict.main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert out["fitted_range"] == pytest.approx([lo, hi])
+    inside, outside = out["points"]
+    assert inside["extrapolation"] is None and f"{lo:.4g}-{hi:.4g} bits" in outside["extrapolation"]
+    assert predict.main(args) == 0
+    warnings = [x for x in capsys.readouterr().out.splitlines() if "WARNING: extrapolating" in x]
+    assert len(warnings) == 1 and f"{lo:.4g}-{hi:.4g}" in warnings[0]
+
+
+def test_a_missing_or_unreadable_posterior_is_one_line(tmp_path, capsys):
+    for target, message in [
+        (tmp_path / "nothing", "no posterior.nc there"),
+        (tmp_path / "posterior.nc", "not a readable meta-model posterior"),
+    ]:
+        if target.name == "posterior.nc":
+            target.write_text("not netCDF")
+        code = predict.main(["--posterior", str(target), "--task", "parity", "--level", "2"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and message in err[0], err

@@ -164,6 +164,17 @@ def level_bits(family: str, fixed: dict, field: str, value) -> float | None:
         return None
 
 
+def covariate_name(family: str) -> str:
+    """The name of a family's difficulty covariate (the unit of predict's --complexity)."""
+    return COVARIATES.get(family, ("complexity_bits", None))[0]
+
+
+def nominal_level_bits(family: str, fixed: dict, field: str, value) -> float:
+    """The task's nominal complexity_bits of one (valid) level value."""
+    task = _build(task_class(family), {**fixed, field: value})
+    return float(task.complexity_bits({k: getattr(task, k) for k in task.spec.knobs}))
+
+
 def checked_level_bits(family: str, fixed: dict, field: str, value) -> float:
     """The covariate of one level value; ConfigError (naming the allowed values) if invalid."""
     cls = task_class(family)

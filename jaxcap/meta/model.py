@@ -39,6 +39,23 @@ them around its boundary), not on every family's mixed units. The reference θ a
 one draw from the family population, so a family outside the fit is predicted from N(μ_θ, σ_θ)
 with everything the fitted families say about it.
 
+Lapses (issue 24): a run can fail a level its architecture learns (an unstable seed) or learn
+one it should not (a lucky seed), which a binomial in the logistic curve alone cannot say: one
+such seed forces a large level effect or a flat slope, and the fit paid for it with divergences
+and intervals that were too narrow on the grid and [0, 1] at the boundary. So
+
+    P(success) = λ_learn + (1 − λ_learn − λ_fail) · sigmoid(κ_f (...))
+
+with small lapse rates λ shared by all families (Wichmann & Hill 2001, "The psychometric
+function I", Percept. Psychophys. 63: the lapse rate that keeps a psychometric slope unbiased).
+
+Slopes saturate (issue 24): κ_f = k / (1 + (k / κ_max)^4)^(1/4) of a log-normal k, so κ ≈ k
+below ~20 and never exceeds κ_max = 30 per log-bit (P from 0.05 to 0.95 within a factor 1.1 of
+bits, finer than any level spacing the design trains: the data cannot tell 30 from infinity).
+Diagnosed on simulated sharp families (κ 10-15, near-separable cells): the divergent draws sat
+at κ ≈ 36-49 against a bulk at 15-17, where the likelihood is flat in κ and its curvature in the
+level effects grows as κ²; with the cap the tail of k is its prior, which NUTS samples easily.
+
 Parameterization (Papaspiliopoulos et al. 2007; Betancourt & Girolami 2013, arXiv:1312.0906):
 C_a, κ_f and δ_l are non-centred (few architectures, many weakly informed levels: funnels in
 the centred form); a fitted family's θ_f is centred, through its boundary (see `model`). On
@@ -51,6 +68,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -70,7 +88,11 @@ PRIOR = {
     "mu_log_kappa_scale": 1.0,
     "sigma_log_kappa": 0.5,
     "sigma_level": 0.5,  # log-bits: a level 1.65x harder or easier than its bits at 1 sd
+    "logit_lapse": (-3.0, 1.5),  # each lapse rate: median 4.7 %, 30 % of the mass above 10 %
 }
+LAPSES = ("fail", "learn")  # λ_fail: a run fails a learnable level; λ_learn: the reverse
+KAPPA_MAX = 30.0  # per log-bit: see "Slopes saturate" above
+GH_NODES = 24  # Gauss-Hermite nodes of the level-marginal P (error < 1e-6 at κσ <= 20)
 
 
 def model(data: dict, obs=None) -> None:
@@ -119,16 +141,36 @@ def model(data: dict, obs=None) -> None:
         sigma_l = numpyro.sample("sigma_level", dist.HalfNormal(PRIOR["sigma_level"]))
     with numpyro.plate("level", n_level):
         z_l = numpyro.sample("z_level", dist.Normal(0.0, 1.0))
+    # logit-normal, sampled on the logit scale: no boundary at 0 for NUTS to run into
+    logit_lapse = numpyro.sample(
+        "logit_lapse", dist.Normal(*PRIOR["logit_lapse"]).expand([len(LAPSES)]).to_event(1)
+    )
+    lapse = numpyro.deterministic("lapse", jax.nn.sigmoid(logit_lapse))
 
     free_theta = jnp.where(pinned, mu_c - raw, mu_t + sigma_t * raw)
     log_theta = numpyro.deterministic("log_theta", jnp.where(is_ref, 0.0, free_theta))
-    kappa = numpyro.deterministic("kappa", jnp.exp(mu_k + sigma_k * z_k))
+    kappa = numpyro.deterministic("kappa", saturate(jnp.exp(mu_k + sigma_k * z_k)))
     effect = numpyro.deterministic("level_effect", sigma_l[data["level_family"]] * z_l)
 
     f, a, lv = data["cell_family"], data["cell_arch"], data["cell_level"]
     logits = kappa[f] * (log_c[a] - log_theta[f] - effect[lv] - data["log_bits"])
+    probs = lapse[1] + (1.0 - lapse[0] - lapse[1]) * jax.nn.sigmoid(logits)
     with numpyro.plate("cell", data["trials"].shape[0]):
-        numpyro.sample("successes", dist.Binomial(data["trials"], logits=logits), obs=obs)
+        numpyro.sample("successes", dist.Binomial(data["trials"], probs=probs), obs=obs)
+
+
+def saturate(k):
+    """The slope κ of a log-normal k: ≈ k below ~20, at most KAPPA_MAX (jnp or numpy)."""
+    return k / (1.0 + (k / KAPPA_MAX) ** 4) ** 0.25
+
+
+def with_lapses(draws: dict, p: np.ndarray) -> np.ndarray:
+    """The logistic curve's p [S, ...] with each draw's lapse rates (posteriors saved before
+    the lapses: none)."""
+    if "lapse" not in draws:
+        return p
+    lapse = draws["lapse"].reshape(draws["lapse"].shape[0], *(1,) * (p.ndim - 1), 2)
+    return lapse[..., 1] + (1.0 - lapse[..., 0] - lapse[..., 1]) * p
 
 
 def population(draws: dict, mu: str, sigma: str, rng: np.random.Generator, shape: tuple = ()) -> np.ndarray:
@@ -154,7 +196,7 @@ def family_draws(draws: dict, family: int | None, rng: np.random.Generator) -> t
     n, n_f = draws["sigma_level"].shape
     sigma = draws["sigma_level"][np.arange(n), rng.integers(n_f, size=n)]
     log_theta = population(draws, "mu_log_theta", "sigma_log_theta", rng)
-    kappa = np.exp(population(draws, "mu_log_kappa", "sigma_log_kappa", rng))
+    kappa = saturate(np.exp(population(draws, "mu_log_kappa", "sigma_log_kappa", rng)))
     return log_theta, kappa, sigma
 
 
@@ -166,8 +208,14 @@ def success_probability(
     family: int | None = None,
     levels: list[int | None] | None = None,
     arch_x: np.ndarray | None = None,
+    marginal: bool = False,
 ) -> np.ndarray:
     """P(success) per posterior draw, [S, len(log_bits)].
+
+    `marginal`: a new level's δ is integrated out per draw (Gauss-Hermite) instead of drawn, so
+    the spread over draws is what the parameters do not know, and P is the success rate of a
+    typical level of those bits. Without it (a fresh δ per draw) the draws are the predictive
+    distribution of one new level's rate, which is what a held-out cell's count is scored on.
 
     `arch`: a fitted architecture, or None for one outside the fit (its centred covariates
     `arch_x` through the regression; without them, one at the fitted ones' mean covariates). `family`:
@@ -183,12 +231,18 @@ def success_probability(
         x = np.zeros(draws["beta"].shape[1]) if arch_x is None else arch_x
         log_c = new_arch_log_c(draws, x, draws["log_C"].shape[1], rng)
     log_theta, kappa, sigma = family_draws(draws, family, rng)
+    fresh = np.ones((n, log_bits.shape[1]), bool)
     effect = sigma[:, None] * rng.standard_normal((n, log_bits.shape[1]))
     for i, lv in enumerate(levels or ()):
         if lv is not None:
-            effect[:, i] = draws["level_effect"][:, lv]
-    gap = log_c[:, None] - log_theta[:, None] - effect - log_bits
-    return expit(kappa[:, None] * gap)
+            effect[:, i], fresh[:, i] = draws["level_effect"][:, lv], False
+    gap = log_c[:, None] - log_theta[:, None] - log_bits
+    p = expit(kappa[:, None] * (gap - effect))
+    if marginal:  # E over δ ~ N(0, σ) of sigmoid(κ (gap − δ)), probabilists' Hermite nodes
+        x, w = np.polynomial.hermite_e.hermegauss(GH_NODES)
+        inner = expit(kappa[:, None, None] * (gap[..., None] - sigma[:, None, None] * x))
+        p = np.where(fresh, inner @ (w / w.sum()), p)
+    return with_lapses(draws, p)
 
 
 def boundary_bits(draws: dict[str, np.ndarray]) -> np.ndarray:

@@ -43,7 +43,8 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         grid = np.geomspace(min(bits) / 1.5, max(bits) * 1.5, 60)
         for a in range(len(meta["arch_labels"])):
             color = colors[a % len(colors)]
-            p = success_probability(d, np.log(grid), rng, arch=a, family=f)  # new levels
+            # a typical new level: its effect integrated out (the bands are what the fit does not know)
+            p = success_probability(d, np.log(grid), rng, arch=a, family=f, marginal=True)
             ax.fill_between(grid, *np.quantile(p, [0.05, 0.95], axis=0), color=color, alpha=0.15, lw=0)
             ax.fill_between(grid, *np.quantile(p, [0.25, 0.75], axis=0), color=color, alpha=0.25, lw=0)
             ax.plot(grid, p.mean(0), color=color, label=arch_words(meta["arch_labels"][a]))

@@ -10,6 +10,8 @@ the meta-model loses to a baseline.
 
 from __future__ import annotations
 
+from jaxcap.meta.fit import DIVERGENCE_RATE_MAX, ESS_MIN, RHAT_MAX
+
 BASELINES = ("base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
 TITLES = {
     "levels": "held-out levels (interpolation, stratified K-fold over fold seeds)",
@@ -38,6 +40,35 @@ def losses(scores: dict) -> list[str]:
     return out
 
 
+def sampler_health(diag: dict, valid: dict) -> list[str]:
+    """report.md's first lines: the full fit and the validation fits against the sampler targets
+    (fit.RHAT_MAX, ESS_MIN; no divergence in the full fit, DIVERGENCE_RATE_MAX in a validation
+    fit), and plainly which fit misses them: intervals from a sampler that diverges are not
+    credible intervals."""
+    folds = [f["diagnostics"] for f in valid.get("folds", [])]
+    div = sum(d["divergences"] for d in folds)
+    steps = sum(d.get("transitions", 0) for d in folds)
+    full_ok = diag["divergences"] == 0 and diag["max_rhat"] <= RHAT_MAX and diag["min_ess"] >= ESS_MIN
+    full = (
+        f"full fit {diag['divergences']} divergences, max R-hat {diag['max_rhat']:.3f}, "
+        f"min bulk ESS {diag['min_ess']:.0f}"
+    )
+    lines = [
+        f"Sampler health: {full} ({'meets' if full_ok else '**MISSES**'} 0 / <= {RHAT_MAX} / >= {ESS_MIN})"
+    ]
+    if folds:
+        rhat, ess = max(d["max_rhat"] for d in folds), min(d["min_ess"] for d in folds)
+        rate = div / steps if steps else float("nan")
+        ok = rate <= DIVERGENCE_RATE_MAX and rhat <= RHAT_MAX and ess >= ESS_MIN
+        lines.append(
+            f"Sampler health: {len(folds)} validation fits {div} divergences ({100 * rate:.2f} % of "
+            f"{steps} transitions), worst R-hat {rhat:.3f}, min bulk ESS {ess:.0f} "
+            f"({'meets' if ok else '**MISSES**'} <= {100 * DIVERGENCE_RATE_MAX:g} % / <= {RHAT_MAX} "
+            f"/ >= {ESS_MIN})"
+        )
+    return lines
+
+
 def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
     """(target, measured, required, met) for issue 16's done-when list."""
     s, out = valid.get("scores", {}), []
@@ -64,11 +95,15 @@ def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
                 gap <= 0.03,
             )
         )
-    if "levels" in s:
-        m = s["levels"]["meta_model"]
-        ok = 0.85 <= m["pit_coverage90"] <= 0.95
-        width = f"{m['pit_coverage90']:.2f} (median 90% width {m['median_width90']:.2f})"
-        out.append(("held-out levels: PIT coverage 90%", width, "in [0.85, 0.95]", ok))
+    for kind in ("levels", "levels:grid", "levels:boundary"):  # issue 24: calibrated at both ends
+        if kind in s:
+            m = s[kind]["meta_model"]
+            ok = 0.85 <= m["pit_coverage90"] <= 0.95
+            width = f"{m['pit_coverage90']:.2f} (median 90% width {m['median_width90']:.2f})"
+            out.append((f"held-out {kind}: PIT coverage 90%", width, "in [0.85, 0.95]", ok))
+    if "levels:boundary" in s:
+        w = s["levels:boundary"]["meta_model"]["median_width90"]
+        out.append(("boundary levels: median 90% width", f"{w:.2f}", "<= 0.8", w <= 0.8))
     if "top" in s:
         m, best = s["top"]["meta_model"]["brier"], min(s["top"][b]["brier"] for b in BASELINES)
         out.append(

@@ -13,7 +13,7 @@ import numpy as np
 from jaxcap.meta.anchor import anchor_line
 from jaxcap.meta.fit import Posterior, summarize
 from jaxcap.meta.model import boundary_bits
-from jaxcap.meta.scorecard import BASELINES, losses, num, scorecard
+from jaxcap.meta.scorecard import BASELINES, losses, num, sampler_health, scorecard
 
 
 def posterior_tables(posterior: Posterior) -> dict:
@@ -118,6 +118,8 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
     lines = [
         "# Capacity meta-model",
         "",
+        *sampler_health(diag, valid),
+        "",
         f"{meta['n_rows']} runs: {len(meta['arch_labels'])} architecture(s) x "
         f"{len(meta['families'])} families "
         f"({', '.join(meta['families'])}), {len(meta['levels'])} levels. Model: logit P(success) = "
@@ -134,7 +136,13 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
         f"NUTS: {meta['nuts']['chains']} chains ({meta['nuts']['chain_method']}) x "
         f"{meta['nuts']['warmup']} warmup + {meta['nuts']['samples']} draws, {meta['seconds']:.1f} s; "
         f"max R-hat {diag['max_rhat']:.3f}, "
-        f"min ESS {diag['min_ess']:.0f}, {diag['divergences']} divergences.",
+        f"min ESS {diag['min_ess']:.0f}, {diag['divergences']} divergences."
+        + (
+            f" Lapse rates: a run fails a learnable level {_ci(summarize(posterior.draws['lapse'][:, 0]))}, "
+            f"learns an unlearnable one {_ci(summarize(posterior.draws['lapse'][:, 1]))}."
+            if "lapse" in posterior.draws
+            else ""
+        ),
         *[f"**Warning**: {w}" for w in diag["warnings"]],
         "",
         "## Effective capacity C per architecture (median [90% interval])",

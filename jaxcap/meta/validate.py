@@ -68,6 +68,7 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
     fitted = meta_baselines.fit_baselines(train, table.levels, len(table.archs), len(table.families))
     base = meta_baselines.predict_baselines(fitted, test, table.levels)
     p_cell: dict[tuple, np.ndarray] = {}
+    p_typical: dict[tuple, np.ndarray] = {}
     rows = []
     for i, r in enumerate(test):
         key = (r["arch"], r["family"], r["level"])
@@ -76,7 +77,9 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
             log_b = np.log([table.levels[r["level"]]["bits"]])
             # a held-out architecture's log C in the fold's own draws is its regression prediction
             # (its z_C had no data), which is how predict treats a new architecture
-            p_cell[key] = success_probability(draws, log_b, rng, arch=r["arch"], family=family)[:, 0]
+            where = dict(arch=r["arch"], family=family)
+            p_cell[key] = success_probability(draws, log_b, rng, **where)[:, 0]
+            p_typical[key] = success_probability(draws, log_b, rng, **where, marginal=True)[:, 0]
         rows.append(
             {
                 **dict(zip(("arch", "family", "level"), key)),
@@ -90,7 +93,7 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
     out_cells = []
     for key, p in p_cell.items():
         ys = [o["y"] for o in rows if (o["arch"], o["family"], o["level"]) == key]
-        rec = cell_record(key, p, len(ys), sum(ys), rng)
+        rec = cell_record(key, p, len(ys), sum(ys), rng, p_typical[key])
         design = table.levels[key[2]].get("design", "grid")
         out_cells.append({**rec, "fold": f"{fold.kind} {fold.name}", "design": design})
     return rows, out_cells, {"new_archs": sorted(new_archs), "new_families": sorted(new_families)}

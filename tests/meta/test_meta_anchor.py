@@ -37,6 +37,7 @@ def _capacity(bits, saturated=True):
     return {"bits": float(np.median(bits)), "seeds": list(bits), "saturated": saturated, "workdir": "w"}
 
 
+@pytest.mark.slow  # a NUTS fit
 def test_anchoring_moves_units_not_predictions(fitted):
     _, _, posterior, by_chain = fitted
     moved, record = meta_anchor.anchor_draws(by_chain["draws"], 0, _capacity([40.0, 50.0, 60.0]))
@@ -56,6 +57,7 @@ def test_anchoring_moves_units_not_predictions(fitted):
     assert not np.allclose(flat["log_C"], posterior.draws["log_C"])  # the units did move
 
 
+@pytest.mark.slow  # a NUTS fit
 def test_anchor_on_the_true_capacity_recovers_c_and_theta(fitted):
     truth, _, posterior, by_chain = fitted
     c_mem = math.exp(truth.log_c[0]) * SATURATION  # what a saturated capacity run would measure
@@ -72,6 +74,7 @@ def test_anchor_on_the_true_capacity_recovers_c_and_theta(fitted):
         assert lo <= truth.log_theta[f] + np.log(SATURATION) <= hi, f
 
 
+@pytest.mark.slow  # a NUTS fit
 def test_capacity_seed_spread_widens_the_anchor_arch(fitted):
     _, _, _, by_chain = fitted
     narrow = meta_fit.flatten(meta_anchor.anchor_draws(by_chain["draws"], 0, _capacity([50.0] * 3))[0])

@@ -1,0 +1,121 @@
+"""Score a fitted meta-model on a separate population run: levels it never saw, fresh seeds.
+
+    python -m jaxcap.meta.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
+
+The held-out designs of jaxcap/meta/validate.py hold out cells of the calibrate table itself:
+the same seeds' runs, levels the design picked. A user asks about other levels, trained
+another day. Here the posterior of a calibrate run predicts every cell of other population
+workdirs (their best setting per level, as the table keeps it), each level as a new level (its
+effect drawn from its family's spread, even when its value was fitted: the seeds are new), and
+is scored with jaxcap/meta/scores.py (Brier, log loss, AUC, randomized-PIT coverage and
+interval widths) against two baselines fitted on the calibrate table: its base rate and each
+family's own success rate (the best a forecaster without a difficulty covariate can do).
+Architectures are matched by their model fields; a family or architecture outside the fit is
+a one-line error (out-of-grid means new levels, not new tasks: those are
+leave-one-family-out's, validate.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from jaxcap.meta import data as meta_data
+from jaxcap.meta.fit import load_posterior
+from jaxcap.meta.model import success_probability
+from jaxcap.meta.scores import cell_record, scores
+
+METHODS = ("meta_model", "base_rate", "family_rate")
+
+
+def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, seed: int = 0) -> dict:
+    """Predict every cell of `new` from `posterior` (fitted on `fitted`) and score it."""
+    rng = np.random.default_rng(seed)
+    meta = posterior.meta
+    arch_of = {json.dumps(m, sort_keys=True): a for a, m in enumerate(meta["archs"])}
+    y_fit = np.array([r["success"] for r in fitted.rows], np.float64)
+    fam_fit = np.array([fitted.families[r["family"]] for r in fitted.rows])
+    rows, cells_out, seen_levels = [], [], 0
+    for (a_new, f_new, lv), group in _cells(new).items():
+        name = new.families[f_new]
+        key = json.dumps(new.archs[a_new], sort_keys=True)
+        if name not in meta["families"] or key not in arch_of:
+            what = (
+                f"family {name}" if name not in meta["families"] else f"architecture {new.arch_label(a_new)}"
+            )
+            raise ValueError(f"--workdirs: {what} is not in the fit; out-of-grid scores new levels only")
+        f, a = meta["families"].index(name), arch_of[key]
+        level = new.levels[lv]
+        fields = {k: v for k, v in level["fields"].items()}
+        seen_levels += any(x["family"] == f and x["fields"] == fields for x in meta["levels"])
+        log_b = np.log([level["bits"]])
+        p = success_probability(posterior.draws, log_b, rng, arch=a, family=f)[:, 0]
+        typical = success_probability(posterior.draws, log_b, rng, arch=a, family=f, marginal=True)[:, 0]
+        ys = [int(r["success"]) for r in group]
+        rec = cell_record((a, f, level["label"]), p, len(ys), sum(ys), rng, typical)
+        cells_out.append({**rec, "bits": level["bits"], "covariate": level["covariate"]})
+        family_rate = y_fit[fam_fit == name].mean()
+        rows += [
+            {
+                "y": y,
+                "family": f,
+                "arch": a,
+                "level": lv,
+                "fold": "out_of_grid",
+                "meta_model": float(p.mean()),
+                "base_rate": float(y_fit.mean()),
+                "family_rate": float(family_rate),
+            }
+            for y in ys
+        ]
+    out = scores(rows, cells_out, METHODS)
+    out["cells"] = cells_out
+    out["levels_also_fitted"] = int(seen_levels)  # same level value as a calibrate level (new seeds)
+    return out
+
+
+def _cells(table: meta_data.Table) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in table.rows:
+        out.setdefault((r["arch"], r["family"], r["level"]), []).append(r)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m jaxcap.meta.out_of_grid", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--posterior", required=True, help="a calibrate workdir (posterior.nc, table.json)")
+    parser.add_argument("--workdirs", nargs="+", required=True, help="population workdirs to predict")
+    parser.add_argument("--json", action="store_true", help="print every score and cell as JSON")
+    args = parser.parse_args(argv)
+    try:
+        posterior = load_posterior(args.posterior)
+        fitted = meta_data.read_table(Path(args.posterior) / "table.json")
+        result = score_population(posterior, fitted, meta_data.load_table(args.workdirs))
+    except (OSError, ValueError) as e:
+        print(f"out_of_grid error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    also = result["levels_also_fitted"]
+    print(f"{result['n_rows']} runs, {result['n_cells']} cells ({also} level values also in the fit)")
+    for m in METHODS:
+        s = result[m]
+        auc = "—" if s["auc"] is None else f"{s['auc']:.3f}"
+        print(f"  {m}: Brier {s['brier']:.4f}, log loss {s['log_loss']:.4f}, AUC {auc}")
+    mm = result["meta_model"]
+    print(
+        f"  meta_model PIT coverage 50% / 90%: {mm['pit_coverage50']:.2f} / {mm['pit_coverage90']:.2f}, "
+        f"median width {mm['median_width50']:.2f} / {mm['median_width90']:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Validation scores over independent calibrate runs: mean and range, so noise reads as noise.
+
+    python -m jaxcap.meta.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
+
+Each workdir is one calibrate run with its own data seed (`--config.seed=<s>`: every member's
+init, data split and batches change); its `validation.json` holds the held-out scores of one
+fit. One run's Brier or coverage mixes the meta-model's quality with the luck of that run's
+seeds (issue 24: 0.053 and 0.091 for the same config), so the table reports, per split and
+method, the mean and the [min, max] over runs, and the number of runs it rests on. A split
+that a run refused or did not score is left out of that split's count, not scored as zero.
+Replicated evaluation over independent training runs, not over bootstrap resamples of one
+(Bouthillier et al. 2021, arXiv:2103.03098: the data and init seeds are the variance that
+matters for a comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+METRICS = ("brier", "auc", "pit_coverage90", "median_width90")
+METHODS = ("meta_model", "base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
+
+
+def collect(validations: list[dict]) -> dict:
+    """{split: {method: {metric: [value per run that scored it]}}} over the runs' validation dicts."""
+    out: dict = {}
+    for valid in validations:
+        for split, scores in valid.get("scores", {}).items():
+            for method in METHODS:
+                for metric in METRICS:
+                    value = scores.get(method, {}).get(metric)
+                    if value is not None:
+                        out.setdefault(split, {}).setdefault(method, {}).setdefault(metric, []).append(value)
+    return out
+
+
+def spread(values: list[float]) -> dict:
+    """Mean, min and max of one metric over runs, and how many runs."""
+    x = np.asarray(values, np.float64)
+    return {"mean": float(x.mean()), "min": float(x.min()), "max": float(x.max()), "runs": len(x)}
+
+
+def replicate_table(validations: list[dict]) -> dict:
+    """{split: {method: {metric: spread}}}."""
+    return {
+        split: {m: {k: spread(v) for k, v in metrics.items()} for m, metrics in methods.items()}
+        for split, methods in collect(validations).items()
+    }
+
+
+def _cell(s: dict | None) -> str:
+    return "" if s is None else f"{s['mean']:.3f} [{s['min']:.3f}, {s['max']:.3f}]"
+
+
+def markdown(table: dict, label: str) -> list[str]:
+    """One row per split and method: each metric's mean [min, max] over runs."""
+    out = [
+        f"Mean [min, max] over independent calibrate runs ({label}).",
+        "",
+        "| split | method | runs | Brier | AUC | PIT cov. 90% | median width 90% |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for split, methods in table.items():
+        for method, metrics in methods.items():
+            runs = max(s["runs"] for s in metrics.values())
+            cells = " | ".join(_cell(metrics.get(k)) for k in METRICS)
+            out.append(f"| {split} | {method} | {runs} | {cells} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m jaxcap.meta.replicates", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("workdirs", nargs="+", help="calibrate workdirs (each with validation.json)")
+    parser.add_argument("--markdown", action="store_true", help="a markdown table instead of JSON")
+    args = parser.parse_args(argv)
+    validations = []
+    for w in args.workdirs:
+        path = Path(w) / "validation.json"
+        if not path.exists():
+            print(
+                f"replicates error: {path}: missing (run the calibrate config there first)", file=sys.stderr
+            )
+            return 2
+        validations.append(json.loads(path.read_text()))
+    table = replicate_table(validations)
+    if args.markdown:
+        print("\n".join(markdown(table, ", ".join(args.workdirs))))
+    else:
+        print(json.dumps(table, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""jaxcap.meta.replicates: mean and range of validation scores over independent calibrate runs;
+a split one run did not score counts fewer runs, never a zero; a missing validation.json is a
+one-line error."""
+
+import json
+
+import pytest
+
+from jaxcap.meta import replicates
+
+
+def _valid(brier: float, with_families: bool) -> dict:
+    scores = {"levels": {"meta_model": {"brier": brier, "auc": 0.9, "pit_coverage90": 0.9}}}
+    scores["levels"]["base_rate"] = {"brier": 0.25, "auc": None}
+    if with_families:
+        scores["families"] = {"meta_model": {"brier": 2 * brier}}
+    return {"scores": scores}
+
+
+def test_mean_and_range_over_runs():
+    table = replicates.replicate_table([_valid(0.05, True), _valid(0.09, False), _valid(0.07, True)])
+    b = table["levels"]["meta_model"]["brier"]
+    assert b == pytest.approx({"mean": 0.07, "min": 0.05, "max": 0.09, "runs": 3})
+    assert table["families"]["meta_model"]["brier"]["runs"] == 2  # refused in one run: not a zero
+    assert "auc" not in table["levels"]["base_rate"]  # undefined AUC is left out, not averaged
+    lines = replicates.markdown(table, "3 seeds")
+    assert any(x.startswith("| levels | meta_model | 3 | 0.070 [0.050, 0.090]") for x in lines)
+
+
+def test_cli_reads_workdirs_and_refuses_a_missing_one(tmp_path, capsys):
+    for s, brier in enumerate((0.1, 0.2, 0.3)):
+        (tmp_path / f"s{s}").mkdir()
+        (tmp_path / f"s{s}" / "validation.json").write_text(json.dumps(_valid(brier, False)))
+    dirs = [str(tmp_path / f"s{s}") for s in range(3)]
+    assert replicates.main(dirs) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["levels"]["meta_model"]["brier"]["mean"] == pytest.approx(0.2)
+    assert replicates.main([*dirs, str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "validation.json: missing" in err[0]

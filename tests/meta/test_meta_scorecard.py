@@ -1,0 +1,35 @@
+"""report.md's first lines say whether the sampler met issue 24's targets (no divergence in the
+full fit, <= 0.1 % in validation fits, R-hat <= 1.01, bulk ESS >= 400), and the targets table
+scores PIT coverage on grid and boundary levels and the boundary width."""
+
+from jaxcap.meta import scorecard
+
+
+def _diag(div=0, rhat=1.005, ess=800, transitions=2000):
+    return {"divergences": div, "max_rhat": rhat, "min_ess": ess, "transitions": transitions}
+
+
+def test_sampler_health_meets_and_misses():
+    valid = {"folds": [{"diagnostics": _diag()} for _ in range(3)]}
+    lines = scorecard.sampler_health(_diag(), valid)
+    assert len(lines) == 2 and all("meets" in x and "MISSES" not in x for x in lines)
+    assert "3 validation fits 0 divergences (0.00 % of 6000 transitions)" in lines[1]
+    assert "MISSES" in scorecard.sampler_health(_diag(div=1), valid)[0]  # one divergence is one too many
+    assert "MISSES" in scorecard.sampler_health(_diag(rhat=1.02), valid)[0]
+    assert "MISSES" in scorecard.sampler_health(_diag(ess=300), valid)[0]
+    few = {"folds": [{"diagnostics": _diag(div=1, transitions=2000)} for _ in range(3)]}  # 0.05 %
+    assert "meets" in scorecard.sampler_health(_diag(), few)[1]
+    many = {"folds": [{"diagnostics": _diag(div=5, transitions=2000)} for _ in range(3)]}  # 0.25 %
+    assert "MISSES" in scorecard.sampler_health(_diag(), many)[1]
+
+
+def test_targets_score_grid_and_boundary_coverage_and_width():
+    def kind(cov, width):
+        m = {"brier": 0.1, "auc": 0.9, "pit_coverage90": cov, "median_width90": width}
+        return {"meta_model": m, "floor": 0.05}
+
+    valid = {"scores": {"levels:grid": kind(0.9, 0.2), "levels:boundary": kind(1.0, 0.95)}}
+    met = {t[0]: t[3] for t in scorecard.targets(valid)}
+    assert met["held-out levels:grid: PIT coverage 90%"] is True
+    assert met["held-out levels:boundary: PIT coverage 90%"] is False
+    assert met["boundary levels: median 90% width"] is False
