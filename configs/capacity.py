@@ -26,9 +26,11 @@ Measured on the 2-core CPU (2026-11-27; shared with three other jobs, load avera
 both. At saturation (annealed 8,000 exposures; median [min-max over 3 seeds]): 1,883
 [1,879-1,940] bits = 1.87 bits/param (1,008 params; +3.0 % over 4,000 -> 8,000) and 2,475
 [2,422-2,539] = 1.93 bits/param (1,280 params; +1.2 %), both sizes plateaued: two capacities.
-Per non-embedding parameter 3.10 and 2.81 bits. `:full` (annealed 1,000 and 2,000 exposures,
-14k parameters to the 1.59M-parameter seed baseline, hours on an accelerator) and `:scale` were
-written and validated (`capacity.populations.check`) but have not been run.
+Per non-embedding parameter 3.10 and 2.81 bits. `:scale` (1.3k-14k parameters, annealed to 1,000
+and 2,000 exposures): 49.5 CPU-minutes, 82 min wall shared; 1.72 / 2.02 / 2.39 / 1.95 bits per
+parameter, three of them lower bounds (docs/capacity.md, "The size trend"). `:precision`: float64
+0.999, int8 QAT 0.947, int4 QAT 0.634 x float32. `:full` (annealed 1,000 and 2,000 exposures, 14k
+parameters to the 1.59M-parameter seed baseline, hours on an accelerator) has not been run.
 """
 
 from jaxcap.config.base import base_config, parse_arg
