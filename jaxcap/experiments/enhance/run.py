@@ -186,6 +186,7 @@ def enhance_config(families: dict, variants: tuple[str, ...], variant: str) -> m
         workdirs=(),
         search="grid",
         reference="random_labels",
+        capacity_workdir="",  # multipliers C_a / C_a0 do not depend on the unit (jaxcap/meta/anchor.py)
         nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.99, seed=0),
         validation=dict(folds=0, seeds=(1, 2, 3), designs=(), development=False),
         design=dict(grid=0, rounds=0, per_round=1),  # every listed level of every variant
