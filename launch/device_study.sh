@@ -20,6 +20,8 @@
 # architectures larger than the CPU ones), calibrate (the seed baseline on three families, reduced levels).
 # Each part's predicted time (jaxcap.benchmarks.device_time, from the lowered step's matmul bytes
 # and the H100 throughput measured before) is printed beside its measured wall time.
+# Needs: a CUDA jax with flax/optax/numpyro/orbax/tensorstore (the device image) and .whl/ from
+# `wheels` (optuna, ml-collections, arviz, h5netcdf and their needs); SMALL=1: only this project's venv.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
