@@ -100,12 +100,16 @@ def test_launch_script_parses_documents_itself_and_uses_existing_flags(script):
     keys = set(re.findall(r"--config\.([\w.]+)=", text)) - PLACEHOLDERS
     configs = set(re.findall(r"configs/[a-z0-9_]+\.py(?::\w+)?", text))
     assert configs or not keys, "a script with --config.x.y flags names a config in its usage line"
-    for spec in sorted(configs):
-        config = load_config(str(ROOT / spec))
-        for key in sorted(keys):
+    loaded = {spec: load_config(str(ROOT / spec)) for spec in sorted(configs)}
+    for key in sorted(keys):  # a script may run several configs: each flag is a field of one of them
+        missing = []
+        for spec, config in loaded.items():
             try:
                 _section(config, key)
+                break
             except AssertionError as e:
-                raise AssertionError(f"{script.name}: --config.{key}: no field {e} in {spec}") from None
+                missing.append(f"{e} in {spec}")
+        else:
+            raise AssertionError(f"{script.name}: --config.{key}: no field ({'; '.join(missing)})")
     for flag in set(re.findall(r"(?<![\w.])--(create_\w+|workdir)\b", text)):
         assert flag in flags.FLAGS, f"{script.name}: --{flag} is not a jaxcap.launch flag"
