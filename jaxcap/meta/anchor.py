@@ -43,7 +43,7 @@ def shifts(log_c_anchor: np.ndarray, c_mem_seeds: list[float], seed: int = 0) ->
     return log_mem - log_c_anchor
 
 
-def apply(draws: dict[str, np.ndarray], arch: int, shift: np.ndarray) -> dict[str, np.ndarray]:
+def apply(draws: dict[str, np.ndarray], shift: np.ndarray) -> dict[str, np.ndarray]:
     """`draws` ({site: [*lead, ...]}, lead = shift.shape) with the scale moved by `shift`."""
     out = dict(draws)
     for site in GAUGE_SITES:
@@ -59,7 +59,7 @@ def anchor_draws(
     `seeds`); returns the moved draws and the record the posterior's meta keeps."""
     log_c = np.asarray(draws["log_C"])[..., arch]
     shift = shifts(log_c, capacity["seeds"], seed)
-    moved = apply(draws, arch, shift)
+    moved = apply(draws, shift)
     record = {
         "arch": arch,
         "c_mem": capacity["bits"],
