@@ -163,7 +163,7 @@ def get_config(arg=None):
             "model.d_model=64,model.n_heads=8,model.d_head=8,model.d_ff=256",
             "model.n_layers=2,model.d_model=256,model.n_heads=8,model.d_head=32,model.d_ff=1024",
         )
-        c.train.update(steps=1_654_000, chunk_steps=1000, batch_size=256)  # round 2: n = 211,698
+        c.train.update(steps=1_659_000, chunk_steps=1000, batch_size=256)  # round 2: n = 212,244
         c.eval.batch_size = 2048
         c.note = "accelerator scale: nine architectures up to the seed baseline (2 layers, d_model 256)"
     return c

@@ -271,6 +271,11 @@ def _check_model_variants(m, task) -> None:
         )
     if m.pos_encoding == "rotary" and m.d_head % 2:
         raise ConfigError(f"config.model.d_head: got {m.d_head}; allowed: even with rotary positions")
+    if task.causal and m.attention != "causal":
+        raise ConfigError(
+            f"config.model.attention: got {m.attention!r}; allowed for task {task.spec.family} "
+            "(next-token prediction): causal"
+        )
     if m.qat_activations and not m.qat_bits:
         raise ConfigError("config.model.qat_activations: got True; allowed: only with qat_bits > 0")
     if m.angular == "none":

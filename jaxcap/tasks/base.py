@@ -108,6 +108,9 @@ class Task(abc.ABC):
         return None
 
     shortcut_name: ClassVar[str] = ""
+    # next-token tasks (teacher forcing): bidirectional attention would show each position the
+    # token it must predict, so config validation refuses it (jaxcap/config/base.py)
+    causal: ClassVar[bool] = False
 
     def output_mask(self, knobs: dict[str, jax.Array]) -> jax.Array | None:
         """Which of the n_outputs classes exist for this member (None: all of them)."""

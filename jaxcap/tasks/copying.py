@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +45,8 @@ from jaxcap.tasks.base import Split, Task, TaskSpec
 @dataclasses.dataclass(frozen=True)
 class Copying(Task):
     """Copy l <= `length` symbols over `vocab` after a separator (both knobs)."""
+
+    causal: ClassVar[bool] = True  # next-token prediction: needs model.attention = causal
 
     length: int = 8
     vocab: int = 8

@@ -39,7 +39,7 @@ import abc
 import dataclasses
 import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -65,6 +65,8 @@ def entropy_bits(p: np.ndarray) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class Language(Task):
     """Shared by the controlled languages: `draw_tokens` gives tokens and their true losses."""
+
+    causal: ClassVar[bool] = True  # next-token prediction: needs model.attention = causal
 
     vocab: int = 8
     length: int = 64

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -169,6 +169,8 @@ class RandomLabels(RandomData):
 @dataclasses.dataclass(frozen=True)
 class RandomTokens(RandomData):
     """n uniform random token sequences for next-token prediction (causal attention)."""
+
+    causal: ClassVar[bool] = True  # next-token prediction: needs model.attention = causal
 
     vocab_size: int = 16
     seq_len: int = 16

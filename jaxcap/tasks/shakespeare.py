@@ -29,7 +29,7 @@ import functools
 import importlib.util
 import lzma
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -97,6 +97,8 @@ def _genre_list(path: str, value: str, allow_empty: bool) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class Shakespeare(Task):
     """Windows of `length` characters of Shakespeare; train and eval genres are domains."""
+
+    causal: ClassVar[bool] = True  # next-token prediction: needs model.attention = causal
 
     length: int = 128
     train_genres: str = "comedies,histories,problems,tragedies"

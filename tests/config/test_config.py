@@ -5,6 +5,7 @@ from helpers import CONFIGS
 from helpers import load_module as _load
 
 from jaxcap.config.base import base_config, parse_arg, validate
+from jaxcap.config.registry import check
 from jaxcap.fields import ConfigError
 
 
@@ -13,7 +14,19 @@ from jaxcap.fields import ConfigError
 def test_every_config_variant_validates(path, variant):
     module = _load(path)
     assert module.__doc__ and "python -m jaxcap.launch" in module.__doc__  # the command is documented
-    validate(module.get_config(variant))
+    config = module.get_config(variant)
+    validate(config)
+    check(config)  # the experiment's own checks too (capacity: every size reaches its budget)
+
+
+@pytest.mark.parametrize("task", ["copying", "random_tokens", "markov", "arc"])
+def test_next_token_tasks_refuse_bidirectional_attention(task):
+    """With teacher forcing, bidirectional attention shows each position its own target."""
+    config = base_config(task)
+    with pytest.raises(ConfigError, match=f"config.model.attention: got 'bidirectional'; allowed for task {task}"):
+        validate(config)
+    config.model.attention = "causal"
+    validate(config)
 
 
 def test_unknown_variant_is_named():

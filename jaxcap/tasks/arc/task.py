@@ -62,7 +62,7 @@ import dataclasses
 import functools
 import importlib.util
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -80,6 +80,8 @@ from jaxcap.tasks.base import Split, Task, TaskSpec
 @dataclasses.dataclass(frozen=True)
 class Arc(Task):
     """ARC-like puzzles: `level` (rule ladder), `size` (grid side), `n_colours` are knobs."""
+
+    causal: ClassVar[bool] = True  # next-token prediction: needs model.attention = causal
 
     level: int = 0
     size: int = 3
