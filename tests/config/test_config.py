@@ -23,7 +23,8 @@ def test_every_config_variant_validates(path, variant):
 def test_next_token_tasks_refuse_bidirectional_attention(task):
     """With teacher forcing, bidirectional attention shows each position its own target."""
     config = base_config(task)
-    with pytest.raises(ConfigError, match=f"config.model.attention: got 'bidirectional'; allowed for task {task}"):
+    message = f"config.model.attention: got 'bidirectional'; allowed for task {task}"
+    with pytest.raises(ConfigError, match=message):
         validate(config)
     config.model.attention = "causal"
     validate(config)
