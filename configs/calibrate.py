@@ -20,7 +20,7 @@ fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 ..
 64), sparse parity (k of 16 bits), random labels (32 .. 16,384 sequences), copying (3 .. 12
 symbols over 8, causal attention) and associative recall (1 .. 12 pairs over 32 symbols); a spanning grid of 4
 levels per family, then 2 bisection rounds that add a level where success flips, 4 seeds per
-level, a d_model-64 model for 1,000 steps, NUTS 4 chains x (1,000 + 1,000); validation on held-out
+level, a d_model-32 model for 1,000 steps, NUTS 4 chains x (1,000 + 1,000); validation on held-out
 levels (4 folds x 3 fold seeds; fold seed 0 is the development split, not quoted), the top
 level of each family, and held-out families. The meta-model has lapse rates (a run failing a
 learnable level or learning an unlearnable one, jaxcap/meta/model.py). Measured numbers, with
@@ -160,11 +160,11 @@ def get_config(arg=None):
     variant = parse_arg(arg, ("smoke", "full", "hpo", "hpo_smoke", "domains", "out_of_grid"))
     c = base_config("modulo")  # config.task is unused: every family names its own task
     c.experiment = "calibrate"
-    c.model.update(n_layers=2, d_model=64, n_heads=4, d_head=16, d_ff=256)
+    c.model.update(n_layers=2, d_model=32, n_heads=4, d_head=8, d_ff=128)  # ~26k params: 5 families fit the CPU
     c.hparams.update(learning_rate=2e-3, weight_decay=0.1, warmup_steps=100.0)
     c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in <= 45 min
     c.sweep.seeds = 4
-    c.note = "a small model (d_model 64) for 1,000 steps so the default finishes on a laptop CPU"
+    c.note = "a small model (d_model 32) for 1,000 steps so the default finishes on a laptop CPU"
     c.calibrate = dict(
         families=families(variant),
         architectures=("",),  # bucket-style model overrides; "" is config.model itself
@@ -195,6 +195,9 @@ def get_config(arg=None):
         c.note = "levels the default does not train, fresh seeds: scored by jaxcap.meta.out_of_grid"
     elif variant == "domains":
         c.calibrate.design.grid = 0  # every listed level (the measured cross-domain run, docs/meta-model.md)
+        # the model and budget of that measured run (the default shrank for five families)
+        c.model.update(d_model=64, d_head=16, d_ff=256)
+        c.train.steps = 2000
     elif variant == "full":
         c.sweep.hparams.learning_rate = (3e-4, 1e-3, 3e-3)
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
