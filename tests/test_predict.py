@@ -12,6 +12,7 @@ import pytest
 from jaxcap import predict
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta import simulate as meta_simulate
 
 S = 400
@@ -74,7 +75,7 @@ def posterior():
         "sigma_log_kappa": np.full(S, 0.3),
     }
     draws["level_effect"][:, 2] = 3.0  # modulo 5 is much harder than its bits say
-    return meta_fit.Posterior(draws, meta_fit.table_meta(table, 0))
+    return meta_posterior.Posterior(draws, meta_fit.table_meta(table, 0))
 
 
 def test_a_fitted_level_uses_its_effect(posterior):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxcap.meta.cells import arch_covariates
-from jaxcap.meta.fit import Posterior
+from jaxcap.meta.posterior import Posterior
 
 
 class QueryError(ValueError):

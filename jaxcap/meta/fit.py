@@ -1,4 +1,4 @@
-"""Fit the meta-model with NUTS, check the chains, and save / load the posterior.
+"""Fit the meta-model with NUTS and check the chains.
 
 `fit(table, settings)` runs NUTS (Hoffman & Gelman 2011, arXiv:1111.4246) on the cells of a
 `meta_data.Table` in float64 (inside `jax.enable_x64`, so population training stays float32)
@@ -11,25 +11,18 @@ took minutes to compile: batched while-loops select over the whole tree state.) 
 effective sample size (Vehtari et al. 2021, arXiv:1903.08008) of every sampled and derived site,
 and the number of divergent transitions; `warnings` names what is bad.
 
-The posterior is written as `posterior.nc`: netCDF groups `posterior`, `sample_stats`,
-`observed_data` and `constant_data` in ArviZ's InferenceData layout (readable by
-`arviz.from_netcdf` in 0.23 and 1.x) plus a JSON `jaxcap` attribute on `posterior` holding the
-labels of architectures, families and levels, the reference family and the diagnostics.
+The posterior it returns is saved and read by jaxcap/meta/posterior.py (`posterior.nc`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import sys
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 import jax
 import numpy as np
-import xarray as xr
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS, log_likelihood
 from tqdm import tqdm
@@ -38,22 +31,8 @@ from jaxcap.meta import model as metamodel
 from jaxcap.meta.cells import FOLD_KEYS, arch_design, cell_data, choose_reference, stack_folds
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import family_info
+from jaxcap.meta.posterior import SITES, Posterior
 
-SITES = {  # saved sites and their dims beyond (chain, draw)
-    "mu_log_C": (),
-    "sigma_log_C": (),
-    "beta": ("covariate",),
-    "mu_log_theta": (),
-    "sigma_log_theta": (),
-    "mu_log_kappa": (),
-    "sigma_log_kappa": (),
-    "sigma_level": ("family",),
-    "log_C": ("arch",),
-    "log_theta": ("family",),
-    "kappa": ("family",),
-    "level_effect": ("level",),
-    "lapse": ("lapse_kind",),
-}
 # Vehtari et al. 2021: R-hat <= 1.01, bulk ESS >= 100 per chain (400 with 4 chains); issue 24:
 # no divergence in the full fit, <= 0.1 % of post-warmup transitions in a validation fit
 RHAT_MAX, ESS_MIN, DIVERGENCE_RATE_MAX = 1.01, 400, 0.001
@@ -66,15 +45,6 @@ class NutsSettings:
     chains: int = 4
     target_accept: float = 0.95
     seed: int = 0
-
-
-@dataclasses.dataclass
-class Posterior:
-    draws: dict[str, np.ndarray]  # site -> [chain * draw, ...]
-    meta: dict  # archs, arch_labels, families, levels, reference, diagnostics, ...
-
-    def family_index(self, name: str) -> int | None:
-        return self.meta["families"].index(name) if name in self.meta["families"] else None
 
 
 def reserve_chain_devices(chains: int) -> bool:
@@ -241,97 +211,3 @@ def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Post
         "log_lik": run.log_lik[:, :, 0],
     }
     return Posterior(flatten(draws), meta), by_chain
-
-
-def _coords(meta: dict) -> dict:
-    return {
-        "arch": meta["arch_labels"],
-        "family": meta["families"],
-        "level": [f"{meta['families'][lv['family']]} {lv['label']}" for lv in meta["levels"]],
-        "covariate": meta["arch_covariates"],
-        "lapse_kind": list(metamodel.LAPSES),
-    }
-
-
-def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Path:
-    """Write posterior.nc (InferenceData layout, h5netcdf) atomically."""
-    path = Path(path)
-    coords = _coords(posterior.meta)
-    draws = by_chain["draws"]
-    n_chain, n_draw = draws["mu_log_C"].shape[:2]
-    base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
-    post = xr.Dataset(
-        {k: (("chain", "draw", *SITES[k]), v) for k, v in draws.items()},
-        coords={**base, **coords},
-        attrs={"jaxcap": json.dumps(posterior.meta), "inference_library": "numpyro"},
-    )
-    steps = by_chain["steps"]
-    stats = xr.Dataset(
-        {
-            "diverging": (("chain", "draw"), by_chain["diverging"]),
-            "energy": (("chain", "draw"), by_chain["energy"]),
-            "n_steps": (("chain", "draw"), steps),
-            # NUTS doubles its trajectory: 2^depth - 1 leapfrog steps for a full tree of depth `depth`
-            "tree_depth": (("chain", "draw"), np.ceil(np.log2(steps + 1)).astype(np.int64)),
-        },
-        coords=base,
-    )
-    observed = xr.Dataset({"successes": (("cell",), by_chain["obs"])})
-    log_lik = xr.Dataset({"successes": (("chain", "draw", "cell"), by_chain["log_lik"])}, coords=base)
-    dims = {
-        "arch_x": ("arch", "covariate"),
-        "arch_rot": ("covariate", "basis"),
-        "arch_fitted": ("arch",),
-        "family_index": ("family",),
-        "family_fitted": ("family",),
-        "level_family": ("level",),
-    }
-    data = by_chain["data"]
-    constant = xr.Dataset(
-        {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()}
-    )
-    tmp = path.with_name(path.name + ".tmp")
-    for i, (group, ds) in enumerate(
-        [
-            ("posterior", post),
-            ("sample_stats", stats),
-            ("log_likelihood", log_lik),
-            ("observed_data", observed),
-            ("constant_data", constant),
-        ]
-    ):
-        ds.to_netcdf(tmp, mode="w" if i == 0 else "a", group=group, engine="h5netcdf")
-    tmp.replace(path)
-    return path
-
-
-def read_meta(path: str | Path) -> dict:
-    """Only the JSON metadata of a posterior.nc (labels, diagnostics, the stamp of its fit)."""
-    with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
-        return json.loads(ds.attrs["jaxcap"])
-
-
-def load_posterior(path: str | Path) -> Posterior:
-    """Read posterior.nc (or the posterior.nc inside a workdir) back into a `Posterior`."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "posterior.nc"
-    with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
-        meta = json.loads(ds.attrs["jaxcap"])
-        # a posterior saved before a site existed (lapse) loads without it
-        draws = {k: ds[k].values.reshape(-1, *ds[k].shape[2:]) for k in SITES if k in ds}
-    return Posterior(draws, meta)
-
-
-def interval(x: np.ndarray, mass: float = 0.9, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Central (equal-tailed) credible interval."""
-    tail = (1 - mass) / 2
-    return np.quantile(x, tail, axis=axis), np.quantile(x, 1 - tail, axis=axis)
-
-
-def summarize(x: np.ndarray) -> dict:
-    """Median and 50% / 90% central intervals of draws x [S] (NaN-free floats for JSON)."""
-    lo50, hi50 = interval(x, 0.5)
-    lo90, hi90 = interval(x, 0.9)
-    out = {"median": np.median(x), "lo50": lo50, "hi50": hi50, "lo90": lo90, "hi90": hi90}
-    return {k: float(v) if math.isfinite(v) else None for k, v in out.items()}

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from jaxcap.meta import data as meta_data
-from jaxcap.meta.fit import load_posterior
 from jaxcap.meta.model import success_probability
+from jaxcap.meta.posterior import load_posterior
 from jaxcap.meta.scores import cell_record, scores
 
 METHODS = ("meta_model", "base_rate", "family_rate")

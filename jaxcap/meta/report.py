@@ -17,8 +17,8 @@ import numpy as np
 
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import family_checks
-from jaxcap.meta.fit import Posterior
 from jaxcap.meta.model import boundary_bits, success_probability
+from jaxcap.meta.posterior import Posterior
 from jaxcap.meta.summary import markdown, posterior_tables
 
 matplotlib.use("Agg")

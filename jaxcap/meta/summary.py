@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from jaxcap.meta.anchor import anchor_line
-from jaxcap.meta.fit import Posterior, summarize
 from jaxcap.meta.model import boundary_bits
+from jaxcap.meta.posterior import Posterior, summarize
 from jaxcap.meta.scorecard import BASELINES, losses, num, sampler_health, scorecard
 
 

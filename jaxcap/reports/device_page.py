@@ -99,10 +99,10 @@ def calibrate(study: Path) -> dict:
     path = study / "calibrate" / "posterior.nc"
     if not path.exists():
         return {"rows": []}
-    from jaxcap.meta import fit as meta_fit
+    from jaxcap.meta import posterior as meta_posterior
     from jaxcap.meta.summary import headline, posterior_tables
 
-    posterior = meta_fit.load_posterior(path)
+    posterior = meta_posterior.load_posterior(path)
     valid = _json(study / "calibrate" / "validation.json")
     rows = [{"architecture": a["label"], "C": a["C"]} for a in posterior_tables(posterior)["archs"]]
     return {"rows": rows, "families": posterior.meta.get("families"), "headline": headline(posterior, valid)}

@@ -10,7 +10,7 @@ import pytest
 from helpers import ENV, ROOT
 
 from jaxcap.meta import data as meta_data
-from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import posterior as meta_posterior
 
 pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
 
@@ -51,7 +51,7 @@ def test_smoke_end_to_end_then_resumed(tmp_path):
     bisected = "bisection round 1 adds" in out.stdout
     assert bisected == any(lv["design"] == "boundary" for lv in table.levels)
     assert len(table.rows) == 2 * len(table.levels)  # real members.jsonl rows, 2 seeds a level
-    posterior = meta_fit.load_posterior(tmp_path)
+    posterior = meta_posterior.load_posterior(tmp_path)
     assert posterior.meta["families"][posterior.meta["reference"]] == "random_labels"
     valid = json.loads((tmp_path / "validation.json").read_text())
     assert {"levels", "top"} <= set(valid["scores"]) and valid["settings"]["seeds"] == [1]

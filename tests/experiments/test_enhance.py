@@ -22,7 +22,7 @@ from jaxcap.experiments.enhance import sections as enhance_sections
 from jaxcap.experiments.enhance.variants import combinations, combine, with_combinations
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import arch_fields, build_table, save_table
-from jaxcap.meta.fit import Posterior, summarize
+from jaxcap.meta.posterior import Posterior, summarize
 from jaxcap.models import ModelConfig
 from jaxcap.results.store import Store
 

@@ -19,6 +19,7 @@ from jaxcap import predict
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import model as metamodel
+from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta import validate as meta_validate
 from jaxcap.meta.cells import cell_data, stack_folds
@@ -39,7 +40,9 @@ def simulated():
 def fitted(simulated, tmp_path_factory):
     _, table, _ = simulated
     posterior, by_chain = meta_fit.fit(table, NUTS)
-    path = meta_fit.save_posterior(tmp_path_factory.mktemp("post") / "posterior.nc", posterior, by_chain)
+    path = meta_posterior.save_posterior(
+        tmp_path_factory.mktemp("post") / "posterior.nc", posterior, by_chain
+    )
     return posterior, path
 
 
@@ -170,7 +173,7 @@ def test_posterior_round_trips_and_arviz_reads_it(fitted):
     import arviz as az
 
     posterior, path = fitted
-    loaded = meta_fit.load_posterior(path)
+    loaded = meta_posterior.load_posterior(path)
     assert json.dumps(loaded.meta, sort_keys=True) == json.dumps(posterior.meta, sort_keys=True)
     for name, x in posterior.draws.items():
         np.testing.assert_array_equal(loaded.draws[name], x)

@@ -15,6 +15,7 @@ from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
 from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.data import Table
 
 
@@ -49,7 +50,7 @@ def stamp(found: tuple[int, dict] | None) -> dict:
     }
 
 
-def anchor(posterior: meta_fit.Posterior, by_chain: dict, found: tuple[int, dict], seed: int) -> None:
+def anchor(posterior: meta_posterior.Posterior, by_chain: dict, found: tuple[int, dict], seed: int) -> None:
     """Move a fresh fit (its flat draws and its by-chain arrays alike) onto the measured C_mem."""
     arch, cap = found
     moved, record = meta_anchor.anchor_draws(by_chain["draws"], arch, cap, seed)

@@ -35,6 +35,7 @@ from jaxcap.meta import design as meta_design
 from jaxcap.meta import difficulty as meta_difficulty
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import model as metamodel
+from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta import report as meta_report
 from jaxcap.meta import summary as meta_summary
 from jaxcap.meta import validate as meta_validate
@@ -132,14 +133,14 @@ def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dic
     found = calibrate_anchor.find(table, cal.capacity_workdir) if cal.capacity_workdir else None
     stamp = _as_saved({**_stamp(table, nuts, cal.reference), **calibrate_anchor.stamp(found)})
     posterior_path = store.root / "posterior.nc"
-    old = meta_fit.read_meta(posterior_path) if posterior_path.exists() else {}
+    old = meta_posterior.read_meta(posterior_path) if posterior_path.exists() else {}
     if old.get("stamp") != stamp:
         posterior, by_chain = meta_fit.fit(table, nuts, cal.reference)
         if found is not None:  # C in bits stored at saturation (jaxcap/meta/anchor.py)
             calibrate_anchor.anchor(posterior, by_chain, found, nuts.seed)
         posterior.meta["stamp"] = stamp
-        meta_fit.save_posterior(posterior_path, posterior, by_chain)
-    posterior = meta_fit.load_posterior(posterior_path)
+        meta_posterior.save_posterior(posterior_path, posterior, by_chain)
+    posterior = meta_posterior.load_posterior(posterior_path)
     print(
         f"NUTS: {posterior.meta['seconds']:.1f} s ({nuts.chains} chains, "
         f"{posterior.meta['nuts']['chain_method']})",
@@ -164,7 +165,7 @@ def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dic
 def calibrate_report(store: Store) -> list[Path]:
     """report/: rebuilt from table.json, posterior.nc and validation.json alone."""
     table = meta_data.read_table(store.root / "table.json")
-    posterior = meta_fit.load_posterior(store.root / "posterior.nc")
+    posterior = meta_posterior.load_posterior(store.root / "posterior.nc")
     path = store.root / "validation.json"
     valid = json.loads(path.read_text()) if path.exists() else {}
     return [

@@ -34,7 +34,7 @@ import numpy as np
 
 from jaxcap.experiments.calibrate.run import calibrate_experiment, calibrate_report
 from jaxcap.experiments.enhance.sections import report_sections
-from jaxcap.meta.fit import load_posterior, summarize
+from jaxcap.meta.posterior import load_posterior, summarize
 from jaxcap.meta.report import arch_words
 from jaxcap.results.store import Store, write_atomic
 

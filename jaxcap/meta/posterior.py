@@ -1,0 +1,140 @@
+"""The fitted meta-model's posterior: its draws and labels, and `posterior.nc` on disk.
+
+`posterior.nc` holds netCDF groups `posterior`, `sample_stats`, `log_likelihood`,
+`observed_data` and `constant_data` in ArviZ's InferenceData layout (readable by
+`arviz.from_netcdf` in 0.23 and 1.x) plus a JSON `jaxcap` attribute on `posterior` holding the
+labels of architectures, families and levels, the reference family and the diagnostics. Readers
+of a fit (report, predict, out-of-grid, enhance) need only this module, not the sampler
+(jaxcap/meta/fit.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from jaxcap.meta import model as metamodel
+
+SITES = {  # saved sites and their dims beyond (chain, draw)
+    "mu_log_C": (),
+    "sigma_log_C": (),
+    "beta": ("covariate",),
+    "mu_log_theta": (),
+    "sigma_log_theta": (),
+    "mu_log_kappa": (),
+    "sigma_log_kappa": (),
+    "sigma_level": ("family",),
+    "log_C": ("arch",),
+    "log_theta": ("family",),
+    "kappa": ("family",),
+    "level_effect": ("level",),
+    "lapse": ("lapse_kind",),
+}
+
+
+@dataclasses.dataclass
+class Posterior:
+    draws: dict[str, np.ndarray]  # site -> [chain * draw, ...]
+    meta: dict  # archs, arch_labels, families, levels, reference, diagnostics, ...
+
+    def family_index(self, name: str) -> int | None:
+        return self.meta["families"].index(name) if name in self.meta["families"] else None
+
+
+def _coords(meta: dict) -> dict:
+    return {
+        "arch": meta["arch_labels"],
+        "family": meta["families"],
+        "level": [f"{meta['families'][lv['family']]} {lv['label']}" for lv in meta["levels"]],
+        "covariate": meta["arch_covariates"],
+        "lapse_kind": list(metamodel.LAPSES),
+    }
+
+
+def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Path:
+    """Write posterior.nc (InferenceData layout, h5netcdf) atomically."""
+    path = Path(path)
+    coords = _coords(posterior.meta)
+    draws = by_chain["draws"]
+    n_chain, n_draw = draws["mu_log_C"].shape[:2]
+    base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+    post = xr.Dataset(
+        {k: (("chain", "draw", *SITES[k]), v) for k, v in draws.items()},
+        coords={**base, **coords},
+        attrs={"jaxcap": json.dumps(posterior.meta), "inference_library": "numpyro"},
+    )
+    steps = by_chain["steps"]
+    stats = xr.Dataset(
+        {
+            "diverging": (("chain", "draw"), by_chain["diverging"]),
+            "energy": (("chain", "draw"), by_chain["energy"]),
+            "n_steps": (("chain", "draw"), steps),
+            # NUTS doubles its trajectory: 2^depth - 1 leapfrog steps for a full tree of depth `depth`
+            "tree_depth": (("chain", "draw"), np.ceil(np.log2(steps + 1)).astype(np.int64)),
+        },
+        coords=base,
+    )
+    observed = xr.Dataset({"successes": (("cell",), by_chain["obs"])})
+    log_lik = xr.Dataset({"successes": (("chain", "draw", "cell"), by_chain["log_lik"])}, coords=base)
+    dims = {
+        "arch_x": ("arch", "covariate"),
+        "arch_rot": ("covariate", "basis"),
+        "arch_fitted": ("arch",),
+        "family_index": ("family",),
+        "family_fitted": ("family",),
+        "level_family": ("level",),
+    }
+    data = by_chain["data"]
+    constant = xr.Dataset(
+        {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()}
+    )
+    tmp = path.with_name(path.name + ".tmp")
+    for i, (group, ds) in enumerate(
+        [
+            ("posterior", post),
+            ("sample_stats", stats),
+            ("log_likelihood", log_lik),
+            ("observed_data", observed),
+            ("constant_data", constant),
+        ]
+    ):
+        ds.to_netcdf(tmp, mode="w" if i == 0 else "a", group=group, engine="h5netcdf")
+    tmp.replace(path)
+    return path
+
+
+def read_meta(path: str | Path) -> dict:
+    """Only the JSON metadata of a posterior.nc (labels, diagnostics, the stamp of its fit)."""
+    with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
+        return json.loads(ds.attrs["jaxcap"])
+
+
+def load_posterior(path: str | Path) -> Posterior:
+    """Read posterior.nc (or the posterior.nc inside a workdir) back into a `Posterior`."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "posterior.nc"
+    with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
+        meta = json.loads(ds.attrs["jaxcap"])
+        # a posterior saved before a site existed (lapse) loads without it
+        draws = {k: ds[k].values.reshape(-1, *ds[k].shape[2:]) for k in SITES if k in ds}
+    return Posterior(draws, meta)
+
+
+def interval(x: np.ndarray, mass: float = 0.9, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Central (equal-tailed) credible interval."""
+    tail = (1 - mass) / 2
+    return np.quantile(x, tail, axis=axis), np.quantile(x, 1 - tail, axis=axis)
+
+
+def summarize(x: np.ndarray) -> dict:
+    """Median and 50% / 90% central intervals of draws x [S] (NaN-free floats for JSON)."""
+    lo50, hi50 = interval(x, 0.5)
+    lo90, hi90 = interval(x, 0.9)
+    out = {"median": np.median(x), "lo50": lo50, "hi50": hi50, "lo90": lo90, "hi90": hi90}
+    return {k: float(v) if math.isfinite(v) else None for k, v in out.items()}
