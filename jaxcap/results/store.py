@@ -30,6 +30,7 @@ import numpy as np
 from jaxcap.results import lock
 from jaxcap.results.curves import Curves, write_atomic
 from jaxcap.results.lock import WorkdirError, WorkdirLocked, make_dir  # noqa: F401 (re-exported)
+from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.tables import members_csv
 
 
@@ -166,7 +167,13 @@ class Store:
 
     # members -------------------------------------------------------------------------------
     def member_rows(self) -> list[dict]:
+        """members.jsonl as written (JSON dicts): for copying rows on and for tests. Readers take
+        `members()`."""
         return read_jsonl(self.members_path)
+
+    def members(self) -> list[MemberRow]:
+        """members.jsonl as typed rows (jaxcap.results.records)."""
+        return [MemberRow.from_json(r) for r in read_jsonl(self.members_path)]
 
     def finished_buckets(self) -> set[str]:
         return {row["bucket"] for row in self.member_rows()}
@@ -175,8 +182,13 @@ class Store:
         """Whether members.jsonl holds every row of this bucket (a torn line loses one)."""
         return sum(row["bucket"] == bucket for row in self.member_rows()) == n_members
 
-    def add_member_rows(self, rows: list[dict]) -> None:
-        """Put these rows in place of their buckets' rows (where the first of them was), or last."""
+    def add_member_rows(self, rows: list[MemberRow | dict]) -> None:
+        """Put these rows in place of their buckets' rows (where the first of them was), or last.
+        A dict is a row already in its JSON form (one read back with `member_rows`).
+
+        The other buckets' rows are kept as they were read, so rewriting the table never changes
+        a row that an older jaxcap wrote."""
+        rows = [r.to_json() if isinstance(r, MemberRow) else r for r in rows]
         bucket, torn, out, placed = {row["bucket"] for row in rows}, [], [], False
         for row in read_jsonl(self.members_path, torn):
             if row["bucket"] not in bucket:
@@ -235,19 +247,19 @@ class Store:
         rewrite_jsonl(self.evals_path, kept, torn)
         Curves(self.curves_path).truncate(bucket, n_evals)
 
-    def check_tables(self, bucket: str, n_members: int, cursor: dict | None) -> None:
+    def check_tables(self, bucket: str, n_members: int, cursor: Cursor | None) -> None:
         """Say so when a bucket's tables hold fewer rows than its checkpoint's `cursor` recorded."""
         if cursor is None:
             return
         counts = {
             self.members_path.name: (sum(r["bucket"] == bucket for r in self.member_rows()), n_members),
-            self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor["n_evals"]),
+            self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor.n_evals),
         }
         for name, (held, expected) in counts.items():
             if held < expected:  # more: a newer step whose cursor did not read (latest_cursor)
                 print(
                     f"warning: [{bucket}] {name} holds {held} of the {expected} rows that its checkpoint "
-                    f"(step {cursor['step']}) recorded",
+                    f"(step {cursor.step}) recorded",
                     flush=True,
                 )
 
