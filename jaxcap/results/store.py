@@ -176,26 +176,23 @@ class Store:
         return [MemberRow.from_json(r) for r in read_jsonl(self.members_path)]
 
     def finished_buckets(self) -> set[str]:
-        return {row["bucket"] for row in self.member_rows()}
+        return {row.bucket for row in self.members()}
 
     def complete(self, bucket: str, n_members: int) -> bool:
         """Whether members.jsonl holds every row of this bucket (a torn line loses one)."""
-        return sum(row["bucket"] == bucket for row in self.member_rows()) == n_members
+        return sum(row.bucket == bucket for row in self.members()) == n_members
 
-    def add_member_rows(self, rows: list[MemberRow | dict]) -> None:
+    def add_member_rows(self, rows: list[MemberRow]) -> None:
         """Put these rows in place of their buckets' rows (where the first of them was), or last.
-        A dict is a row already in its JSON form (one read back with `member_rows`).
-
         The other buckets' rows are kept as they were read, so rewriting the table never changes
         a row that an older jaxcap wrote."""
-        rows = [r.to_json() if isinstance(r, MemberRow) else r for r in rows]
-        bucket, torn, out, placed = {row["bucket"] for row in rows}, [], [], False
-        for row in read_jsonl(self.members_path, torn):
-            if row["bucket"] not in bucket:
-                out.append(row)
+        buckets, torn, out, placed = {row.bucket for row in rows}, [], [], False
+        for raw in read_jsonl(self.members_path, torn):
+            if MemberRow.from_json(raw).bucket not in buckets:
+                out.append(raw)
             elif not placed:
-                out, placed = out + rows, True
-        rewrite_jsonl(self.members_path, out if placed else out + rows, torn)
+                out, placed = out + [r.to_json() for r in rows], True
+        rewrite_jsonl(self.members_path, out if placed else out + [r.to_json() for r in rows], torn)
         self.write_members_csv()
 
     def write_members_csv(self) -> None:
@@ -252,7 +249,7 @@ class Store:
         if cursor is None:
             return
         counts = {
-            self.members_path.name: (sum(r["bucket"] == bucket for r in self.member_rows()), n_members),
+            self.members_path.name: (sum(r.bucket == bucket for r in self.members()), n_members),
             self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor.n_evals),
         }
         for name, (held, expected) in counts.items():

@@ -48,8 +48,10 @@ def flatten(row: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def members_csv(rows: list[dict]) -> str:
-    """members.jsonl's rows as one flat CSV table (empty cells for missing values)."""
-    flat = [{"level": level_words(r.get("knobs", {}), r.get("bucket_label", "")), **flatten(r)} for r in rows]
+    """members.jsonl's rows (as JSON, so that every key on disk gets its column) as one flat CSV
+    table (empty cells for missing values)."""
+    level = lambda row: level_words(row.knobs, row.bucket_label)  # noqa: E731
+    flat = [{"level": level(MemberRow.from_json(r)), **flatten(r)} for r in rows]
     names = list(dict.fromkeys(k for row in flat for k in row))
     names = [n for n in FIRST if n in names] + sorted(n for n in names if n not in FIRST)
     text = io.StringIO()

@@ -11,6 +11,7 @@ from helpers import member_row
 from jaxcap.core.population import DEFAULT_HPARAMS, Member
 from jaxcap.results import tables
 from jaxcap.results.curves import Curves
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
 xr = pytest.importorskip("xarray")
@@ -23,8 +24,8 @@ MEMBERS = [
 ]
 
 
-def _row(member: int, m: Member) -> dict:
-    return member_row(
+def _row(member: int, m: Member) -> MemberRow:
+    row = member_row(
         bucket_label="",
         member=member,
         seed=m.seed,
@@ -35,6 +36,7 @@ def _row(member: int, m: Member) -> dict:
         complexity_bits=float(np.log2(m.knobs["modulus"])),
         final={"val_accuracy": 0.5, "test_accuracy": 0.25},
     )
+    return MemberRow.from_json(row)
 
 
 def _write(tmp_path, coords=True) -> Store:
