@@ -15,6 +15,11 @@ older code wrote:
 - keys it does not know (a later version's, a hand-added column) are kept in `extra` and written
   back by `to_json`, so reading and rewriting a table never drops a value;
 - `MemberRow.study` (the Optuna study of a sweep's member) is written only when set, as before.
+
+So `to_json(from_json(d)) == d` for every row this version writes; an older row written again
+gains its missing keys with their defaults, which is why the store rewrites the rows it does not
+replace as it read them (`Store.add_member_rows`). A `LevelSummary` is computed, never stored:
+its `from_json` ignores keys it does not know.
 """
 
 from __future__ import annotations
