@@ -238,3 +238,41 @@ def check_budget(c, storage_root, workdirs):
             if t.state == TrialState.COMPLETE:
                 mine = [objective(r) for r in rows if r["study"] == name and r["trial"] == t.number]
                 assert t.values[0] == pytest.approx(np.mean(mine), rel=1e-12)
+
+
+def member_row(**fields) -> dict:
+    """A members.jsonl row with every key a `MemberRow` needs (jaxcap.results.records), for tests
+    of code that reads rows without training any: `fields` override or add keys."""
+    row = {
+        "bucket": "b0",
+        "member": 0,
+        "seed": 0,
+        "status": "ok",
+        "family": "modulo",
+        "knobs": {"modulus": 5},
+        "hparams": {"learning_rate": 1e-3},
+        "complexity_bits": 2.32,
+        "success_metric": "test_accuracy",
+        "success_threshold": 0.95,
+        "higher_is_better": True,
+        "success": False,
+        "final": {"val_accuracy": 0.3, "test_accuracy": 0.3},
+        "n_params": 4065,
+        "model": {"n_layers": 1, "d_model": 16},
+    }
+    return {**row, **fields}
+
+
+def level_summary(**fields):
+    """A `LevelSummary` (jaxcap.results.records) of one modulo level, for tests of figures and
+    tables drawn from summaries: `fields` override the defaults."""
+    from jaxcap.results.records import LevelSummary
+
+    default = dict(bucket="b0", bucket_label="", family="modulo", knobs={"modulus": 5}, complexity_bits=2.32)
+    default |= dict(metric="test_accuracy", select_metric="val_accuracy", threshold=0.95, best={}, values=[])
+    default |= dict(median=None, min=None, max=None, val=None, chance=0.1, shortcut=None, shortcut_name=None)
+    default |= dict(
+        steps_to_val=None, n_reached=0, n=2, n_success=0, entropy=None, diverged=0, diverged_all=0
+    )
+    default |= dict(n_all=2, higher_is_better=True, learned=False)
+    return LevelSummary(**(default | fields))

@@ -8,12 +8,14 @@ import math
 
 import numpy as np
 import pytest
+from helpers import member_row
 
 from jaxcap import predict
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta import simulate as meta_simulate
+from jaxcap.results.records import MemberRow
 
 S = 400
 
@@ -21,22 +23,21 @@ S = 400
 def _rows(family, field, values, fixed, bits_fn, arch):
     model = meta_simulate.arch_model(arch)
     return [
-        {
-            "seed": seed,
-            "status": "ok",
-            "family": family,
-            "task": {**fixed, field: v},
-            "hparams": {},
-            "complexity_bits": bits_fn(v),
-            "chance": 0.5,
-            "success_metric": "val_accuracy",
-            "success_threshold": 0.9,
-            "higher_is_better": True,
-            "success": seed < 1,
-            "final": {"val_accuracy": 0.5},
-            "n_params": 1000,
-            "model": model,
-        }
+        member_row(
+            seed=seed,
+            family=family,
+            knobs={field: v},
+            task={**fixed, field: v},
+            hparams={},
+            complexity_bits=bits_fn(v),
+            chance=0.5,
+            success_metric="val_accuracy",
+            success_threshold=0.9,
+            success=seed < 1,
+            final={"val_accuracy": 0.5},
+            n_params=1000,
+            model=model,
+        )
         for v in values
         for seed in range(2)
     ]
@@ -57,7 +58,7 @@ def posterior():
         rows += _rows("modulo", "modulus", (5, 16), dict(base=10, digits=4, train_fraction=0.5), math.log2, a)
         parity = lambda k: math.log2(sum(math.comb(16, j) for j in range(k + 1)))  # noqa: E731
         rows += _rows("parity", "k", (1, 3), dict(n=16, secret_seed=0), parity, a)
-    table = meta_data.build_table(rows)
+    table = meta_data.build_table([MemberRow.from_json(r) for r in rows])
     rng = np.random.default_rng(0)
     n_l = len(table.levels)
     draws = {

@@ -59,6 +59,7 @@ class Member:
     hparams: dict[str, float]
     knobs: dict[str, Any]
     trial: int | None = None
+    study: str | None = None  # the Optuna study of a sweep's trial
 
     def key_data(self, base_seed: int) -> np.ndarray:
         return np.asarray(jax.random.key_data(member_key(base_seed, self.seed)))

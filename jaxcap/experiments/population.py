@@ -14,6 +14,7 @@ from jaxcap.core.checkpoint import latest_cursor
 from jaxcap.core.population import HPARAM_NAMES
 from jaxcap.core.runtime import numerics
 from jaxcap.reports import summary
+from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, write_atomic
 from jaxcap.training.loop import StopFn, train_bucket
 
@@ -36,7 +37,8 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
         if not store.members_csv_path.exists():  # a workdir from before members.csv
             store.write_members_csv()
         for b in buckets:  # a table that lost rows (a torn line) says so
-            store.check_tables(b.name, len(b.members), latest_cursor(store.ckpt_path / b.name))
+            cursor = latest_cursor(store.ckpt_path / b.name)
+            store.check_tables(b.name, len(b.members), cursor and Cursor.from_json(cursor))
     for bucket in buckets:
         if bucket.name not in finished:  # (a bucket missing rows rebuilds them from its last checkpoint)
             model = bucket.config.model
@@ -48,7 +50,7 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
 
 def population_report(store: Store) -> list[Path]:
     """report/: the per-level table (report.md) and the figures (jaxcap.reports.population)."""
-    rows = store.member_rows()
+    rows = store.members()
     table = summary.format_table(summary.levels(rows, HPARAM_NAMES), markdown=True)
     from jaxcap.reports.population import population_figures  # scores, success, dynamics, gap
 
@@ -58,11 +60,11 @@ def population_report(store: Store) -> list[Path]:
     return [store.report_path / "report.md", *figures]
 
 
-def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
+def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[MemberRow]:
     """Train the grid, print the per-level table, write the report."""
-    start, before = time.time(), store.member_rows()
+    start, before = time.time(), store.members()
     train_all(config, store)
-    rows = store.member_rows()
+    rows = store.members()
     print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
     written = population_report(store)
     tables = ", ".join(

@@ -28,6 +28,7 @@ from jaxcap.meta.difficulty import covariate
 from jaxcap.models import ModelConfig, param_count
 from jaxcap.models.config import MODEL_FIELDS, PRECISION_BITS
 from jaxcap.results import outcomes
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import clean, read_jsonl, write_atomic
 
 # set by the task, not chosen: a language model must be causal whatever its architecture
@@ -39,25 +40,23 @@ FAMILY_FIELDS = {"binop": ("operation",)}
 _MODEL_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
 
 
-def arch_fields(row: dict) -> dict:
+def arch_fields(row: MemberRow) -> dict:
     """The architecture of a row; switches added after the row was written take their defaults
     (off), so an older run and a newer run of the same model are one architecture."""
-    model = {k: v for k, v in _MODEL_DEFAULTS.items() if k in MODEL_FIELDS} | row["model"]
+    model = {k: v for k, v in _MODEL_DEFAULTS.items() if k in MODEL_FIELDS} | row.model
     return {k: v for k, v in sorted(model.items()) if k not in TASK_DEPENDENT_MODEL_FIELDS}
 
 
-def family_name(row: dict) -> str:
-    extra = [str(row["task"][f]) for f in FAMILY_FIELDS.get(row["family"], ()) if f in row["task"]]
-    return ":".join([row["family"], *extra])
+def family_name(row: MemberRow) -> str:
+    extra = [str(row.task[f]) for f in FAMILY_FIELDS.get(row.family, ()) if f in row.task]
+    return ":".join([row.family, *extra])
 
 
-def level_fields(row: dict) -> dict:
+def level_fields(row: MemberRow) -> dict:
     """The task fields that define a level. `max_*` fields are sizes set from a sweep so that
     every level shares one program (head size, padding, examples drawn), not the level itself."""
     return {
-        k: v
-        for k, v in sorted(row["task"].items())
-        if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
+        k: v for k, v in sorted(row.task.items()) if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
     }
 
 
@@ -65,15 +64,21 @@ def _key(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def read_rows(workdir: str | Path) -> list[dict]:
-    """A workdir's result rows: best_trials.jsonl when present, else members.jsonl."""
+def read_rows(workdir: str | Path) -> list[MemberRow]:
+    """A workdir's result rows: best_trials.jsonl when present, else members.jsonl; each carries
+    the workdir it came from as `extra["source"]` (the table's `source`)."""
     root = Path(workdir)
     best = root / "best_trials.jsonl"
     rows = read_jsonl(best if best.exists() else root / "members.jsonl")
-    return [{**r, "source": str(root)} for r in rows]
+    return [MemberRow.from_json({**r, "source": str(root)}) for r in rows]
 
 
-def best_setting_rows(rows: list[dict]) -> list[dict]:
+def source(row: MemberRow) -> str:
+    """The workdir a row was read from (`read_rows`); empty for a row made in memory."""
+    return row.extra.get("source", "")
+
+
+def best_setting_rows(rows: list[MemberRow]) -> list[MemberRow]:
     """Per (architecture, family, level): the rows of the best hyperparameter setting, chosen on
     val by the one rule of `jaxcap.results.outcomes` (pruned members have no outcome and are left out)."""
     key = lambda r: (_key(arch_fields(r)), family_name(r), _key(level_fields(r)))
@@ -126,10 +131,14 @@ def arch_body_params(m: dict) -> int:
 _SHOWN = ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "param_dtype")
 
 
-def build_table(rows: list[dict]) -> Table:
+def build_table(rows: list[MemberRow]) -> Table:
     """Code the kept rows (the best setting per level: `best_setting_rows`, called here only);
     levels with complexity <= 0 cannot enter a log-scale model (dropped)."""
-    rows = [r for r in best_setting_rows(rows) if r["complexity_bits"] and covariate(r)[1] > 0]
+    rows = [
+        r
+        for r in best_setting_rows(rows)
+        if r.complexity_bits and covariate(r.family, r.task, r.complexity_bits)[1] > 0
+    ]
     archs: dict[str, int] = {}
     families: dict[str, int] = {}
     levels: dict[tuple, int] = {}
@@ -142,11 +151,11 @@ def build_table(rows: list[dict]) -> Table:
         lk = (f, _key(fields))
         if lk not in levels:
             levels[lk] = len(levels)
-            name, bits = covariate(r)
+            name, bits = covariate(r.family, r.task, r.complexity_bits)
             level_info.append(
                 {
                     "family": f,
-                    "complexity_bits": float(r["complexity_bits"]),
+                    "complexity_bits": float(r.complexity_bits),
                     "bits": bits,  # the model's difficulty covariate (jaxcap/meta/difficulty.py)
                     "covariate": name,
                     "fields": fields,
@@ -157,17 +166,17 @@ def build_table(rows: list[dict]) -> Table:
                 "arch": a,
                 "family": f,
                 "level": levels[lk],
-                "seed": r["seed"],
-                "success": bool(r["success"]),
-                "status": r["status"],
-                "complexity_bits": float(r["complexity_bits"]),
-                "chance": r["chance"],
-                "metric": r["success_metric"],
-                "value": r["final"].get(r["success_metric"]),
-                "threshold": r["success_threshold"],
-                "hparams": r["hparams"],
-                "n_params": r["n_params"],
-                "source": r.get("source", ""),
+                "seed": r.seed,
+                "success": bool(r.success),
+                "status": r.status,
+                "complexity_bits": float(r.complexity_bits),
+                "chance": r.chance,
+                "metric": r.success_metric,
+                "value": r.final.get(r.success_metric),
+                "threshold": r.success_threshold,
+                "hparams": r.hparams,
+                "n_params": r.n_params,
+                "source": source(r),
             }
         )
     for f in range(len(families)):  # label each level by the task fields that vary in its family

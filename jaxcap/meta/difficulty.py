@@ -37,10 +37,11 @@ def _build(cls, task: dict):
     return cls(**{k: v for k, v in task.items() if k in names})
 
 
-def covariate(row: dict) -> tuple[str, float]:
-    """(name, bits) of a row's difficulty covariate: its family's structural rule, else nominal."""
-    name, rule = COVARIATES.get(row["family"], ("complexity_bits", None))
-    return name, float(row["complexity_bits"] if rule is None else rule(row["task"]))
+def covariate(family: str, task: dict, complexity_bits: float) -> tuple[str, float]:
+    """(name, bits) of a level's difficulty covariate (its family, its task's fields with the
+    knobs, its nominal bits): the family's structural rule, else nominal."""
+    name, rule = COVARIATES.get(family, ("complexity_bits", None))
+    return name, float(complexity_bits if rule is None else rule(task))
 
 
 def isotonic_decreasing(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -184,5 +185,5 @@ def checked_level_bits(family: str, fixed: dict, field: str, value) -> float:
     task = _build(cls, {**fixed, field: value})
     task.check()
     knobs = {k: getattr(task, k) for k in task.spec.knobs}
-    row = {"family": family.split(":")[0], "task": {**dataclasses.asdict(task), **knobs}}
-    return covariate({**row, "complexity_bits": task.complexity_bits(knobs)})[1]
+    fields = {**dataclasses.asdict(task), **knobs}
+    return covariate(family.split(":")[0], fields, task.complexity_bits(knobs))[1]

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from jaxcap.models import ModelConfig
+from jaxcap.results.records import MemberRow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +57,7 @@ def arch_model(a: int) -> dict:
     return dataclasses.asdict(m)
 
 
-def simulate_rows(truth: Truth, seeds: int, rng: np.random.Generator) -> tuple[list[dict], np.ndarray]:
+def simulate_rows(truth: Truth, seeds: int, rng: np.random.Generator) -> tuple[list[MemberRow], np.ndarray]:
     """members.jsonl-like rows and the level effects δ [total levels] that were drawn."""
     from jaxcap.models import param_count
 
@@ -73,26 +74,26 @@ def simulate_rows(truth: Truth, seeds: int, rng: np.random.Generator) -> tuple[l
                     success = bool(rng.random() < p)
                     value = 1.0 if success else float(rng.uniform(0.0, 0.9))
                     rows.append(
-                        {
-                            "bucket": f"b{a}",
-                            "member": len(rows),
-                            "seed": seed,
-                            "trial": None,
-                            "status": "ok",
-                            "family": f"sim{f}",
-                            "knobs": {"bits": bits},
-                            "task": {"name": f"sim{f}", "bits": bits, "n_eval": 256},
-                            "hparams": {"learning_rate": 1e-3},
-                            "complexity_bits": bits,
-                            "chance": 0.1,
-                            "success_metric": "val_accuracy",
-                            "success_threshold": 0.95,
-                            "higher_is_better": True,
-                            "success": success,
-                            "final": {"val_accuracy": value},
-                            "metric": "accuracy",
-                            "n_params": param_count(ModelConfig(**model)),
-                            "model": model,
-                        }
+                        MemberRow(
+                            bucket=f"b{a}",
+                            member=len(rows),
+                            seed=seed,
+                            trial=None,
+                            status="ok",
+                            family=f"sim{f}",
+                            knobs={"bits": bits},
+                            task={"name": f"sim{f}", "bits": bits, "n_eval": 256},
+                            hparams={"learning_rate": 1e-3},
+                            complexity_bits=bits,
+                            chance=0.1,
+                            success_metric="val_accuracy",
+                            success_threshold=0.95,
+                            higher_is_better=True,
+                            success=success,
+                            final={"val_accuracy": value},
+                            metric="accuracy",
+                            n_params=param_count(ModelConfig(**model)),
+                            model=model,
+                        )
                     )
     return rows, np.array(effects)

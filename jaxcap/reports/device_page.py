@@ -24,6 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from jaxcap.results.records import MemberRow  # noqa: E402
 from jaxcap.results.store import clean, read_jsonl  # noqa: E402
 
 TARGETS = {("grok", "bfloat16"): 30_000, ("grok", "float32"): 20_000, ("baseline", "bfloat16"): 12_000}
@@ -61,9 +62,10 @@ def speed(study: Path, predicted: dict) -> dict:
 def grokking(study: Path) -> dict:
     """Steps to 99 % val accuracy per operation (members.jsonl) and val accuracy curves (evals.jsonl)."""
     work, ops = study / "grokking", {}
-    for row in read_jsonl(work / "members.jsonl") if (work / "members.jsonl").exists() else []:
-        op = row["bucket_label"].split("=")[-1]  # task.operation=add
-        ops.setdefault(op, []).append(row.get("steps_to_val_threshold"))
+    members = read_jsonl(work / "members.jsonl") if (work / "members.jsonl").exists() else []
+    for row in map(MemberRow.from_json, members):
+        op = row.bucket_label.split("=")[-1]  # task.operation=add
+        ops.setdefault(op, []).append(row.steps_to_val_threshold)
     curves: dict = {}
     for row in read_jsonl(work / "evals.jsonl") if (work / "evals.jsonl").exists() else []:
         if "val_accuracy" in row:

@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from jaxcap.results.records import MemberRow  # noqa: E402
 from jaxcap.results.store import Store  # noqa: E402
 
 COLUMNS = 3
@@ -76,28 +77,28 @@ def _median(values: np.ndarray) -> np.ndarray:
 
 
 def plot_dynamics(
-    store: Store, groups: dict[tuple, list[dict]], names_of: dict[tuple, str], title: str, path: Path
+    store: Store, groups: dict[tuple, list[MemberRow]], names_of: dict[tuple, str], title: str, path: Path
 ) -> Path:
     """The figure; `groups` maps each level to its member rows, `names_of` a level to its words."""
     rows = [r for members in groups.values() for r in members]
-    metric, higher = rows[0]["metric"], rows[0]["higher_is_better"]
-    curves = {b: store.curves(b) for b in dict.fromkeys(r["bucket"] for r in rows)}
+    metric, higher = rows[0].metric, rows[0].higher_is_better
+    curves = {b: store.curves(b) for b in dict.fromkeys(r.bucket for r in rows)}
     names = sorted({n for names, _ in curves.values() for n in names})
     chosen = panels(names, metric, higher)
     n_cols = min(COLUMNS, len(chosen))
     n_rows = math.ceil((len(chosen) + 1) / n_cols)  # one more cell holds the level legend
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 2.7 * n_rows + 0.5), squeeze=False)
     flat = list(axes.flat)
-    order = sorted(groups, key=lambda key: groups[key][0]["complexity_bits"])
+    order = sorted(groups, key=lambda key: groups[key][0].complexity_bits)
     colors = level_colors(len(order))
     handles = []
     for color, key in zip(colors, order):
         members = groups[key]
-        bucket_names, array = curves[members[0]["bucket"]]
+        bucket_names, array = curves[members[0].bucket]
         if not bucket_names:
             continue
         steps = array[0, :, 0]
-        index = [r["member"] for r in members]
+        index = [r.member for r in members]
         for ax, (column, _, group) in zip(flat, chosen):
             if column not in bucket_names:
                 continue
@@ -113,7 +114,7 @@ def plot_dynamics(
     legend_ax.axis("off")
     for ax in flat[len(chosen) + 1 :]:
         ax.axis("off")
-    seeds = len({r["seed"] for r in rows})
+    seeds = len({r.seed for r in rows})
     note = plt.Line2D([], [], color="black", lw=0.5, alpha=0.6, label=f"thin: each of {seeds} seeds")
     thick = plt.Line2D([], [], color="black", lw=1.6, label="thick: median over seeds")
     legend_ax.legend(

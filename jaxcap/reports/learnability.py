@@ -21,6 +21,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from jaxcap.results.records import LevelSummary  # noqa: E402
+
 
 @dataclasses.dataclass(frozen=True)
 class Boundary:
@@ -41,10 +43,10 @@ class Boundary:
         return "learned levels are not monotone in bits: no single boundary"
 
 
-def boundary(levels: list[dict]) -> Boundary:
+def boundary(levels: list[LevelSummary]) -> Boundary:
     """The boundary of one series of levels (dicts with 'complexity_bits' and 'learned')."""
-    learned = [lv["complexity_bits"] for lv in levels if lv["learned"]]
-    failed = [lv["complexity_bits"] for lv in levels if not lv["learned"]]
+    learned = [lv.complexity_bits for lv in levels if lv.learned]
+    failed = [lv.complexity_bits for lv in levels if not lv.learned]
     if not failed:
         return Boundary("all", low=max(learned))
     if not learned:
@@ -54,21 +56,21 @@ def boundary(levels: list[dict]) -> Boundary:
     return Boundary("not monotone")
 
 
-def draw_series(ax, levels: list[dict], color: str, name: str) -> Boundary:
+def draw_series(ax, levels: list[LevelSummary], color: str, name: str) -> Boundary:
     """One series: seeds as dots, the median with its min-max, learned filled / not hollow,
     chance and shortcut ticks per level, the boundary where there is one."""
-    levels = sorted((lv for lv in levels if lv["values"]), key=lambda lv: lv["complexity_bits"])
+    levels = sorted((lv for lv in levels if lv.values), key=lambda lv: lv.complexity_bits)
     for lv in levels:
-        x = lv["complexity_bits"]
-        ax.scatter([x] * len(lv["values"]), lv["values"], s=9, alpha=0.35, color=color, lw=0)
-        err = [[lv["median"] - lv["min"]], [lv["max"] - lv["median"]]]
-        face = color if lv["learned"] else "white"
-        ax.errorbar([x], [lv["median"]], yerr=err, fmt="o", color=color, mfc=face, ms=5, capsize=2, zorder=3)
-        text = ",".join(str(v) for v in lv["knobs"].values())
-        ax.annotate(text, (x, lv["median"]), xytext=(4, 4), textcoords="offset points", fontsize=7)
-        ax.plot([x], [lv["chance"]], "_", color="gray", ms=12, mew=1.5)
-        if lv.get("shortcut") is not None:
-            ax.plot([x], [lv["shortcut"]], "_", color="C1", ms=12, mew=1.5)
+        x = lv.complexity_bits
+        ax.scatter([x] * len(lv.values), lv.values, s=9, alpha=0.35, color=color, lw=0)
+        err = [[lv.median - lv.min], [lv.max - lv.median]]
+        face = color if lv.learned else "white"
+        ax.errorbar([x], [lv.median], yerr=err, fmt="o", color=color, mfc=face, ms=5, capsize=2, zorder=3)
+        text = ",".join(str(v) for v in lv.knobs.values())
+        ax.annotate(text, (x, lv.median), xytext=(4, 4), textcoords="offset points", fontsize=7)
+        ax.plot([x], [lv.chance], "_", color="gray", ms=12, mew=1.5)
+        if lv.shortcut is not None:
+            ax.plot([x], [lv.shortcut], "_", color="C1", ms=12, mew=1.5)
     found = boundary(levels) if levels else Boundary("none", high=0.0)
     if found.kind == "between":
         ax.axvspan(found.low, found.high, color=color, alpha=0.12, lw=0)
@@ -78,7 +80,10 @@ def draw_series(ax, levels: list[dict], color: str, name: str) -> Boundary:
 
 
 def levels_figure(
-    levels: list[dict], path: Path, title: str, series_of: Callable[[dict], str] = lambda lv: lv["family"]
+    levels: list[LevelSummary],
+    path: Path,
+    title: str,
+    series_of: Callable[[LevelSummary], str] = lambda lv: lv.family,
 ) -> tuple[Path, dict[str, Boundary]]:
     """The success metric vs complexity of every series; returns the path and each boundary."""
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
@@ -87,22 +92,22 @@ def levels_figure(
         mine = [lv for lv in levels if series_of(lv) == name]
         found[name] = draw_series(ax, mine, f"C{i % 10}", name)
     first = levels[0] if levels else {"metric": "metric", "threshold": 0.0, "higher_is_better": True}
-    sign = ">=" if first["higher_is_better"] else "<="
+    sign = ">=" if first.higher_is_better else "<="
     ax.axhline(
-        first["threshold"],
+        first.threshold,
         color="C3",
         ls=":",
         lw=0.8,
-        label=f"success: {first['metric']} {sign} {first['threshold']:g}",
+        label=f"success: {first.metric} {sign} {first.threshold:g}",
     )
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance: input-blind, fitted on train")
-    if any(lv.get("shortcut") is not None for lv in levels):
-        ax.plot([], [], "_", color="C1", ms=12, mew=1.5, label=f"shortcut: {first['shortcut_name']}")
-    if levels and levels[0]["knobs"]:
-        ax.plot([], [], " ", label=f"labels: {', '.join(levels[0]['knobs'])}")
+    if any(lv.shortcut is not None for lv in levels):
+        ax.plot([], [], "_", color="C1", ms=12, mew=1.5, label=f"shortcut: {first.shortcut_name}")
+    if levels and levels[0].knobs:
+        ax.plot([], [], " ", label=f"labels: {', '.join(levels[0].knobs)}")
     ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(f"{first['metric']} ({'higher' if first['higher_is_better'] else 'lower'} is better)")
-    if first["metric"].endswith(("accuracy", "exact")):
+    ax.set_ylabel(f"{first.metric} ({'higher' if first.higher_is_better else 'lower'} is better)")
+    if first.metric.endswith(("accuracy", "exact")):
         ax.set_ylim(-0.03, 1.05)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
@@ -113,7 +118,10 @@ def levels_figure(
 
 
 def success_rate_figure(
-    levels: list[dict], path: Path, title: str, series_of: Callable[[dict], str] = lambda lv: lv["family"]
+    levels: list[LevelSummary],
+    path: Path,
+    title: str,
+    series_of: Callable[[LevelSummary], str] = lambda lv: lv.family,
 ) -> Path:
     """How many seeds succeeded at each level (k of n), beside whether the input-blind chance
     predictor would: the outcome the meta-model
@@ -123,12 +131,12 @@ def success_rate_figure(
     names = list(dict.fromkeys(series_of(lv) for lv in levels))
     width = 0.08 * (len(names) - 1)
     for i, name in enumerate(names):
-        mine = sorted((lv for lv in levels if series_of(lv) == name), key=lambda lv: lv["complexity_bits"])
+        mine = sorted((lv for lv in levels if series_of(lv) == name), key=lambda lv: lv.complexity_bits)
         dx = (i * 0.08 - width / 2) if len(names) > 1 else 0.0
-        xs = [lv["complexity_bits"] + dx for lv in mine]
-        rates = [lv["n_success"] / lv["n"] if lv["n"] else float("nan") for lv in mine]
+        xs = [lv.complexity_bits + dx for lv in mine]
+        rates = [lv.n_success / lv.n if lv.n else float("nan") for lv in mine]
         color = f"C{i % 10}"
-        faces = [color if lv["learned"] else "white" for lv in mine]
+        faces = [color if lv.learned else "white" for lv in mine]
         ax.scatter(
             xs,
             rates,
@@ -139,27 +147,27 @@ def success_rate_figure(
             label=f"{name}: seeds that succeeded",
         )
         for x, rate, lv in zip(xs, rates, mine):
-            knobs = ",".join(str(v) for v in lv["knobs"].values())
+            knobs = ",".join(str(v) for v in lv.knobs.values())
             ax.annotate(
-                f"{lv['n_success']}/{lv['n']}\n{knobs}",
+                f"{lv.n_success}/{lv.n}\n{knobs}",
                 (x, rate),
                 xytext=(0, 6),
                 textcoords="offset points",
                 fontsize=6,
                 ha="center",
             )
-            reaches = lv["chance"] is not None and (
-                lv["chance"] >= lv["threshold"] if lv["higher_is_better"] else lv["chance"] <= lv["threshold"]
+            reaches = lv.chance is not None and (
+                lv.chance >= lv.threshold if lv.higher_is_better else lv.chance <= lv.threshold
             )
             ax.plot([x], [1.0 if reaches else 0.0], "_", color="gray", ms=12, mew=1.5)
     first = levels[0] if levels else {"metric": "metric", "threshold": 0.0, "higher_is_better": True}
-    sign = ">=" if first["higher_is_better"] else "<="
+    sign = ">=" if first.higher_is_better else "<="
     ax.axhline(0.5, color="C3", ls=":", lw=0.8, label="learned: more than half of the seeds (filled)")
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance predictor: succeeds (1) or not (0)")
-    knobs = ", ".join(levels[0]["knobs"]) if levels else ""
+    knobs = ", ".join(levels[0].knobs) if levels else ""
     ax.plot([], [], " ", label="labels: seeds that succeeded / seeds" + (f"; {knobs}" if knobs else ""))
     ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(f"success rate ({first['metric']} {sign} {first['threshold']:g})")
+    ax.set_ylabel(f"success rate ({first.metric} {sign} {first.threshold:g})")
     ax.set_ylim(-0.08, 1.2)
     ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
     ax.set_title(title, fontsize=9)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import statistics
 
 from jaxcap.results import outcomes
+from jaxcap.results.records import LevelSummary, MemberRow
 
 
-def _key(row: dict) -> tuple:
-    return (row["bucket"], row["family"], tuple(sorted(row["knobs"].items())))
+def _key(row: MemberRow) -> tuple:
+    return (row.bucket, row.family, tuple(sorted(row.knobs.items())))
 
 
 def _median(values: list) -> float | None:
@@ -24,51 +25,51 @@ def _median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
-def levels(rows: list[dict], hparam_names: tuple[str, ...]) -> list[dict]:
-    """One summary dict per level, sorted by complexity."""
-    swept = [n for n in hparam_names if len({r["hparams"][n] for r in rows}) > 1]
-    everyone: dict[tuple, list[dict]] = {}
+def levels(rows: list[MemberRow], hparam_names: tuple[str, ...]) -> list[LevelSummary]:
+    """One summary per level, sorted by complexity."""
+    swept = [n for n in hparam_names if len({r.hparams[n] for r in rows}) > 1]
+    everyone: dict[tuple, list[MemberRow]] = {}
     for row in rows:
         everyone.setdefault(_key(row), []).append(row)
     out = []
     for key, best in outcomes.best_settings(rows, _key).items():
         members, first = everyone[key], everyone[key][0]
-        ok = [r for r in best if r["status"] == "ok"]
-        values = [r["final"][r["success_metric"]] for r in ok]
-        reached = [r["steps_to_val_threshold"] for r in ok if r["steps_to_val_threshold"] is not None]
-        entropy = [r["final"].get("val_entropy") for r in ok]
+        ok = [r for r in best if r.status == "ok"]
+        values = [r.final[r.success_metric] for r in ok]
+        reached = [r.steps_to_val_threshold for r in ok if r.steps_to_val_threshold is not None]
+        entropy = [r.final.get("val_entropy") for r in ok]
         out.append(
-            {
-                "bucket": first["bucket_label"] or first["bucket"],
-                "bucket_label": first["bucket_label"] or "",
-                "family": first["family"],
-                "knobs": first["knobs"],
-                "complexity_bits": first["complexity_bits"],
-                "metric": first["success_metric"],
-                "select_metric": outcomes.select_metric(first),
-                "threshold": first["success_threshold"],
-                "best": {n: best[0]["hparams"][n] for n in swept} if best else {},
-                "values": values,
-                "median": _median(values),
-                "min": min(values) if values else None,
-                "max": max(values) if values else None,
-                "val": _median([r["final"].get(outcomes.select_metric(r)) for r in ok]),
-                "chance": _median([r.get("chance") for r in best]) if best else first.get("chance"),
-                "shortcut": _median([r.get("shortcut") for r in best]),
-                "shortcut_name": first.get("shortcut_name"),
-                "steps_to_val": statistics.median(reached) if reached else None,
-                "n_reached": len(reached),
-                "n": len(best),
-                "n_success": sum(bool(r["success"]) for r in best),
-                "entropy": _median(entropy),
-                "diverged": sum(r["status"] == "diverged" for r in best),
-                "diverged_all": sum(r["status"] == "diverged" for r in members),
-                "n_all": len(members),
-                "higher_is_better": first["higher_is_better"],
-                "learned": outcomes.learned(best),
-            }
+            LevelSummary(
+                bucket=first.bucket_label or first.bucket,
+                bucket_label=first.bucket_label or "",
+                family=first.family,
+                knobs=first.knobs,
+                complexity_bits=first.complexity_bits,
+                metric=first.success_metric,
+                select_metric=first.selects,
+                threshold=first.success_threshold,
+                best={n: best[0].hparams[n] for n in swept} if best else {},
+                values=values,
+                median=_median(values),
+                min=min(values) if values else None,
+                max=max(values) if values else None,
+                val=_median([r.final.get(r.selects) for r in ok]),
+                chance=_median([r.chance for r in best]) if best else first.chance,
+                shortcut=_median([r.shortcut for r in best]),
+                shortcut_name=first.shortcut_name,
+                steps_to_val=statistics.median(reached) if reached else None,
+                n_reached=len(reached),
+                n=len(best),
+                n_success=sum(bool(r.success) for r in best),
+                entropy=_median(entropy),
+                diverged=sum(r.status == "diverged" for r in best),
+                diverged_all=sum(r.status == "diverged" for r in members),
+                n_all=len(members),
+                higher_is_better=first.higher_is_better,
+                learned=outcomes.learned(best),
+            )
         )
-    return sorted(out, key=lambda lv: (lv["bucket"], lv["family"], lv["complexity_bits"]))
+    return sorted(out, key=lambda lv: (lv.bucket, lv.family, lv.complexity_bits))
 
 
 def fmt(x, spec=".3f") -> str:
@@ -94,58 +95,58 @@ def grid(head: list[str], lines: list[list[str]], markdown: bool = False) -> lis
     return out + [" ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
 
 
-def format_table(levels_: list[dict], markdown: bool = False) -> str:
+def format_table(levels_: list[LevelSummary], markdown: bool = False) -> str:
     """A fixed-width (or Markdown) table per level: knobs, bits, the selection (val) median, the
     reported (test) median [min, max] over seeds, chance and shortcut, steps to the val threshold, entropy,
     diverged seeds and successes."""
     if not levels_:
         return "(no finished members)"
-    knob_names = list(dict.fromkeys(k for lv in levels_ for k in lv["knobs"]))
-    best_names = list(dict.fromkeys(k for lv in levels_ for k in lv["best"]))
-    buckets = list(dict.fromkeys(lv["bucket"] for lv in levels_))
+    knob_names = list(dict.fromkeys(k for lv in levels_ for k in lv.knobs))
+    best_names = list(dict.fromkeys(k for lv in levels_ for k in lv.best))
+    buckets = list(dict.fromkeys(lv.bucket for lv in levels_))
     bucket_col = ["bucket"] if len(buckets) > 1 else []
-    shortcut_col = ["shortcut"] if any(lv["shortcut"] is not None for lv in levels_) else []
+    shortcut_col = ["shortcut"] if any(lv.shortcut is not None for lv in levels_) else []
     first = levels_[0]
-    selected_on_val = first["select_metric"] != first["metric"]
-    val_col = [first["select_metric"].split("_", 1)[0]] if selected_on_val else []
+    selected_on_val = first.select_metric != first.metric
+    val_col = [first.select_metric.split("_", 1)[0]] if selected_on_val else []
     head = [*bucket_col, *knob_names, "bits", *best_names, *val_col, "median", "min", "max", "chance"]
     head += [*shortcut_col, "val_steps_to_thr", "entropy", "diverged", "success", "learned"]
     lines = []
     for lv in levels_:
-        diverged = f"{lv['diverged']}/{lv['n']}"
-        if lv["diverged_all"] > lv["diverged"]:  # other settings of the level diverged too
-            diverged += f" ({lv['diverged_all']}/{lv['n_all']} all)"
+        diverged = f"{lv.diverged}/{lv.n}"
+        if lv.diverged_all > lv.diverged:  # other settings of the level diverged too
+            diverged += f" ({lv.diverged_all}/{lv.n_all} all)"
         lines.append(
             [
-                *([lv["bucket"].replace("task.", "")] if bucket_col else []),
-                *(str(lv["knobs"].get(k, "—")) for k in knob_names),
-                fmt_bits(lv["complexity_bits"]),
-                *(fmt(lv["best"].get(n), ".3g") for n in best_names),
-                *([fmt(lv["val"])] if val_col else []),
-                fmt(lv["median"]),
-                fmt(lv["min"]),
-                fmt(lv["max"]),
-                fmt(lv["chance"]),
-                *([fmt(lv["shortcut"])] if shortcut_col else []),
-                f"{fmt(lv['steps_to_val'], '.0f')} ({lv['n_reached']}/{lv['n']})",
-                fmt(lv["entropy"], ".2f"),
+                *([lv.bucket.replace("task.", "")] if bucket_col else []),
+                *(str(lv.knobs.get(k, "—")) for k in knob_names),
+                fmt_bits(lv.complexity_bits),
+                *(fmt(lv.best.get(n), ".3g") for n in best_names),
+                *([fmt(lv.val)] if val_col else []),
+                fmt(lv.median),
+                fmt(lv.min),
+                fmt(lv.max),
+                fmt(lv.chance),
+                *([fmt(lv.shortcut)] if shortcut_col else []),
+                f"{fmt(lv.steps_to_val, '.0f')} ({lv.n_reached}/{lv.n})",
+                fmt(lv.entropy, ".2f"),
                 diverged,
-                f"{lv['n_success']}/{lv['n']}",
-                "yes" if lv["learned"] else "no",
+                f"{lv.n_success}/{lv.n}",
+                "yes" if lv.learned else "no",
             ]
         )
-    families = ", ".join(dict.fromkeys(lv["family"] for lv in levels_))
-    chosen = f"best setting on {first['select_metric']}; " if best_names else ""
-    title = f"{families}: {first['metric']} per level ({chosen}{max(lv['n'] for lv in levels_)} seeds)"
+    families = ", ".join(dict.fromkeys(lv.family for lv in levels_))
+    chosen = f"best setting on {first.select_metric}; " if best_names else ""
+    title = f"{families}: {first.metric} per level ({chosen}{max(lv.n for lv in levels_)} seeds)"
     rows = grid(head, lines, markdown)
     notes = [
-        f"median/min/max: {first['metric']} over seeds; chance: the best input-blind predictor fitted on "
+        f"median/min/max: {first.metric} over seeds; chance: the best input-blind predictor fitted on "
         "each member's train split"
     ]
     if shortcut_col:
-        notes.append(f"shortcut: {first['shortcut_name']} (reads the input, does not solve the task)")
+        notes.append(f"shortcut: {first.shortcut_name} (reads the input, does not solve the task)")
     notes.append(
-        f"success: {first['metric']} {'>=' if first['higher_is_better'] else '<='} {first['threshold']} "
+        f"success: {first.metric} {'>=' if first.higher_is_better else '<='} {first.threshold} "
         "and not diverged; learned: a strict majority of seeds succeeded; val_steps_to_thr: first eval at "
         "the val threshold"
     )

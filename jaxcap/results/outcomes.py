@@ -20,6 +20,8 @@ import json
 import statistics
 from collections.abc import Callable, Hashable
 
+from jaxcap.results.records import MemberRow
+
 
 def reached(value: float | None, threshold: float, higher_is_better: bool) -> bool:
     """Whether a metric value is at least as good as `threshold` (None, NaN: no)."""
@@ -33,43 +35,39 @@ def member_success(status: str, value: float | None, threshold: float, higher_is
     return status == "ok" and reached(value, threshold, higher_is_better)
 
 
-def select_metric(row: dict) -> str:
-    """The metric selection reads; rows written before the test split selected on their only
-    held-out metric."""
-    return row.get("select_metric") or row["success_metric"]
-
-
-def selection_score(rows: list[dict]) -> float:
+def selection_score(rows: list[MemberRow]) -> float:
     """Median selection value over a setting's seeds, signed so that higher is better; a diverged
     seed is the worst value, pruned seeds are left out (-inf when none is left)."""
-    sign = 1.0 if rows[0]["higher_is_better"] else -1.0
+    sign = 1.0 if rows[0].higher_is_better else -1.0
     values = []
     for r in rows:
-        value = r["final"].get(select_metric(r)) if r["status"] == "ok" else None
-        if r["status"] == "diverged" or (r["status"] == "ok" and (value is None or value != value)):
+        value = r.final.get(r.selects) if r.status == "ok" else None
+        if r.status == "diverged" or (r.status == "ok" and (value is None or value != value)):
             values.append(-float("inf"))
-        elif r["status"] == "ok":
+        elif r.status == "ok":
             values.append(sign * value)
     return statistics.median(values) if values else -float("inf")
 
 
-def _setting(row: dict) -> str:
-    return json.dumps(row["hparams"], sort_keys=True)
+def _setting(row: MemberRow) -> str:
+    return json.dumps(row.hparams, sort_keys=True)
 
 
-def best_settings(rows: list[dict], level_key: Callable[[dict], Hashable]) -> dict[Hashable, list[dict]]:
+def best_settings(
+    rows: list[MemberRow], level_key: Callable[[MemberRow], Hashable]
+) -> dict[Hashable, list[MemberRow]]:
     """{level: the rows of its best setting (pruned members left out)}, levels in first-seen
     order. A setting is a member's whole `hparams`."""
-    groups: dict[Hashable, dict[str, list[dict]]] = {}
+    groups: dict[Hashable, dict[str, list[MemberRow]]] = {}
     for r in rows:
         groups.setdefault(level_key(r), {}).setdefault(_setting(r), []).append(r)
     out = {}
     for level, settings in groups.items():
         best = max(settings.values(), key=selection_score)  # first on ties: the config's order
-        out[level] = [r for r in best if r["status"] != "pruned"]
+        out[level] = [r for r in best if r.status != "pruned"]
     return out
 
 
-def learned(rows: list[dict]) -> bool:
+def learned(rows: list[MemberRow]) -> bool:
     """A level's verdict from its best setting's seeds: a strict majority succeeded."""
-    return 2 * sum(bool(r["success"]) for r in rows) > len(rows) > 0
+    return 2 * sum(bool(r.success) for r in rows) > len(rows) > 0

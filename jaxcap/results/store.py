@@ -30,6 +30,7 @@ import numpy as np
 from jaxcap.results import lock
 from jaxcap.results.curves import Curves, write_atomic
 from jaxcap.results.lock import WorkdirError, WorkdirLocked, make_dir  # noqa: F401 (re-exported)
+from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.tables import members_csv
 
 
@@ -166,24 +167,32 @@ class Store:
 
     # members -------------------------------------------------------------------------------
     def member_rows(self) -> list[dict]:
+        """members.jsonl as written (JSON dicts): for copying rows on and for tests. Readers take
+        `members()`."""
         return read_jsonl(self.members_path)
 
+    def members(self) -> list[MemberRow]:
+        """members.jsonl as typed rows (jaxcap.results.records)."""
+        return [MemberRow.from_json(r) for r in read_jsonl(self.members_path)]
+
     def finished_buckets(self) -> set[str]:
-        return {row["bucket"] for row in self.member_rows()}
+        return {row.bucket for row in self.members()}
 
     def complete(self, bucket: str, n_members: int) -> bool:
         """Whether members.jsonl holds every row of this bucket (a torn line loses one)."""
-        return sum(row["bucket"] == bucket for row in self.member_rows()) == n_members
+        return sum(row.bucket == bucket for row in self.members()) == n_members
 
-    def add_member_rows(self, rows: list[dict]) -> None:
-        """Put these rows in place of their buckets' rows (where the first of them was), or last."""
-        bucket, torn, out, placed = {row["bucket"] for row in rows}, [], [], False
-        for row in read_jsonl(self.members_path, torn):
-            if row["bucket"] not in bucket:
-                out.append(row)
+    def add_member_rows(self, rows: list[MemberRow]) -> None:
+        """Put these rows in place of their buckets' rows (where the first of them was), or last.
+        The other buckets' rows are kept as they were read, so rewriting the table never changes
+        a row that an older jaxcap wrote."""
+        buckets, torn, out, placed = {row.bucket for row in rows}, [], [], False
+        for raw in read_jsonl(self.members_path, torn):
+            if MemberRow.from_json(raw).bucket not in buckets:
+                out.append(raw)
             elif not placed:
-                out, placed = out + rows, True
-        rewrite_jsonl(self.members_path, out if placed else out + rows, torn)
+                out, placed = out + [r.to_json() for r in rows], True
+        rewrite_jsonl(self.members_path, out if placed else out + [r.to_json() for r in rows], torn)
         self.write_members_csv()
 
     def write_members_csv(self) -> None:
@@ -235,19 +244,19 @@ class Store:
         rewrite_jsonl(self.evals_path, kept, torn)
         Curves(self.curves_path).truncate(bucket, n_evals)
 
-    def check_tables(self, bucket: str, n_members: int, cursor: dict | None) -> None:
+    def check_tables(self, bucket: str, n_members: int, cursor: Cursor | None) -> None:
         """Say so when a bucket's tables hold fewer rows than its checkpoint's `cursor` recorded."""
         if cursor is None:
             return
         counts = {
-            self.members_path.name: (sum(r["bucket"] == bucket for r in self.member_rows()), n_members),
-            self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor["n_evals"]),
+            self.members_path.name: (sum(r.bucket == bucket for r in self.members()), n_members),
+            self.evals_path.name: (len(self.eval_rows(bucket)), n_members * cursor.n_evals),
         }
         for name, (held, expected) in counts.items():
             if held < expected:  # more: a newer step whose cursor did not read (latest_cursor)
                 print(
                     f"warning: [{bucket}] {name} holds {held} of the {expected} rows that its checkpoint "
-                    f"(step {cursor['step']}) recorded",
+                    f"(step {cursor.step}) recorded",
                     flush=True,
                 )
 

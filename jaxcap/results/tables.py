@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.results.records import MemberRow
 
 FIRST = ("bucket", "member", "level", "seed", "trial", "status", "success", "complexity_bits", "family")
 
@@ -47,8 +48,10 @@ def flatten(row: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def members_csv(rows: list[dict]) -> str:
-    """members.jsonl's rows as one flat CSV table (empty cells for missing values)."""
-    flat = [{"level": level_words(r.get("knobs", {}), r.get("bucket_label", "")), **flatten(r)} for r in rows]
+    """members.jsonl's rows (as JSON, so that every key on disk gets its column) as one flat CSV
+    table (empty cells for missing values)."""
+    level = lambda row: level_words(row.knobs, row.bucket_label)  # noqa: E731
+    flat = [{"level": level(MemberRow.from_json(r)), **flatten(r)} for r in rows]
     names = list(dict.fromkeys(k for row in flat for k in row))
     names = [n for n in FIRST if n in names] + sorted(n for n in names if n not in FIRST)
     text = io.StringIO()
@@ -112,13 +115,14 @@ def _is_key(name: str) -> bool:
     return name not in described and not name.startswith("hparam_")
 
 
-def _member_rows(path: Path) -> list[dict]:
+def _member_rows(path: Path) -> list[MemberRow]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith("{")]
+    lines = path.read_text().splitlines()
+    return [MemberRow.from_json(json.loads(line)) for line in lines if line.strip().startswith("{")]
 
 
-def _bucket_dataset(xr, root: Path, bucket: str, rows: list[dict]):
+def _bucket_dataset(xr, root: Path, bucket: str, rows: list[MemberRow]):
     """One bucket's group: metrics as variables, step as the index, member coordinates (from
     members.jsonl where the group has none)."""
     import warnings
@@ -130,13 +134,13 @@ def _bucket_dataset(xr, root: Path, bucket: str, rows: list[dict]):
         raw = raw.swap_dims({"eval": "step"})
     ds = raw.curves.to_dataset("metric")
     ds = ds.assign_coords({k: v for k, v in raw.coords.items() if k != "metric"})
-    mine = sorted((r for r in rows if r["bucket"] == bucket), key=lambda r: r["member"])
+    mine = sorted((r for r in rows if r.bucket == bucket), key=lambda r: r.member)
     if "seed" not in ds.coords and len(mine) == ds.sizes["member"]:
         ds = ds.assign_coords(
-            level=("member", [level_words(r["knobs"], r.get("bucket_label", "")) for r in mine]),
-            seed=("member", [r["seed"] for r in mine]),
-            complexity_bits=("member", [r["complexity_bits"] for r in mine]),
-            **{k: ("member", [r["knobs"][k] for r in mine]) for k in mine[0]["knobs"]},
-            **{k: ("member", [r["hparams"][k] for r in mine]) for k in mine[0]["hparams"]},
+            level=("member", [level_words(r.knobs, r.bucket_label) for r in mine]),
+            seed=("member", [r.seed for r in mine]),
+            complexity_bits=("member", [r.complexity_bits for r in mine]),
+            **{k: ("member", [r.knobs[k] for r in mine]) for k in mine[0].knobs},
+            **{k: ("member", [r.hparams[k] for r in mine]) for k in mine[0].hparams},
         )
     return ds.assign_coords(bucket=("member", [bucket] * ds.sizes["member"]))

@@ -29,6 +29,7 @@ from jaxcap.fields import ConfigError
 from jaxcap.models import param_count
 from jaxcap.results import tables
 from jaxcap.results.outcomes import member_success
+from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store
 from jaxcap.tasks import holdout
 from jaxcap.tasks.base import SPLITS
@@ -39,37 +40,34 @@ class AllDiverged(RuntimeError):
     """Every member of a population diverged (said in one line by the launcher)."""
 
 
-StopFn = Callable[[dict], bool]
+StopFn = Callable[[Cursor], bool]
 # (cursor, host metrics) -> bool mask [P] of members frozen from now on, or None (no change)
-OnEvalFn = Callable[[dict, dict], "np.ndarray | None"]
+OnEvalFn = Callable[[Cursor, dict], "np.ndarray | None"]
 # (state_P, hparams_P, data_P) -> more host metrics [P] for the same eval (capacity: bits stored)
 ExtraMetricsFn = Callable[..., "dict[str, np.ndarray]"]
 
 
-def _fresh_cursor(n: int) -> dict:
-    return {
-        "step": 0,
-        "n_evals": 0,
-        "first_train": [None] * n,
-        "first_val": [None] * n,
-        "best_val": [None] * n,
-        "last": {},
-    }
-
-
-def _update_cursor(cursor: dict, step: int, host: dict[str, np.ndarray], spec, eval_cfg) -> None:
+def _update_cursor(cursor: Cursor, step: int, host: dict[str, np.ndarray], spec, eval_cfg) -> Cursor:
     """Record thresholds crossed and the best validation value of the task's primary metric."""
     train, val = host[f"train_{spec.metric}"], host[f"val_{spec.metric}"]
-    for i in range(len(cursor["first_train"])):
-        if cursor["first_train"][i] is None and spec.reached(float(train[i]), eval_cfg.train_threshold):
-            cursor["first_train"][i] = step
-        if cursor["first_val"][i] is None and spec.reached(float(val[i]), eval_cfg.val_threshold):
-            cursor["first_val"][i] = step
-        best = cursor["best_val"][i]
+    first_train, first_val, best_val = list(cursor.first_train), list(cursor.first_val), list(cursor.best_val)
+    for i in range(len(first_train)):
+        if first_train[i] is None and spec.reached(float(train[i]), eval_cfg.train_threshold):
+            first_train[i] = step
+        if first_val[i] is None and spec.reached(float(val[i]), eval_cfg.val_threshold):
+            first_val[i] = step
+        best = best_val[i]
         if np.isfinite(val[i]) and (best is None or spec.reached(float(val[i]), best)):
-            cursor["best_val"][i] = float(val[i])
-    cursor["last"] = {k: [float(x) for x in v] for k, v in host.items()}
-    cursor["step"], cursor["n_evals"] = step, cursor["n_evals"] + 1
+            best_val[i] = float(val[i])
+    return dataclasses.replace(
+        cursor,
+        step=step,
+        n_evals=cursor.n_evals + 1,
+        first_train=first_train,
+        first_val=first_val,
+        best_val=best_val,
+        last={k: [float(x) for x in v] for k, v in host.items()},
+    )
 
 
 def _baseline_fields(task, i: int, baselines: dict[str, np.ndarray], knobs: dict) -> dict:
@@ -95,45 +93,47 @@ def _baseline_fields(task, i: int, baselines: dict[str, np.ndarray], knobs: dict
     }
 
 
-def member_rows(bucket: Bucket, cursor: dict, baselines: dict[str, np.ndarray]) -> list[dict]:
+def member_rows(bucket: Bucket, cursor: Cursor, baselines: dict[str, np.ndarray]) -> list[MemberRow]:
     """The final members.jsonl rows: what each member was, how it ended, what it reached, and
     what it is compared with (chance, shortcut, train/val/test overlap)."""
     spec, rows = bucket.task.spec, []
     n_params = param_count(bucket.model)
+    frozen = cursor.is_frozen(len(bucket.members))
     for i, member in enumerate(bucket.members):
-        final = {k: v[i] for k, v in cursor["last"].items()}
+        final = {k: v[i] for k, v in cursor.last.items()}
         status = "diverged" if final.get("diverged") else "ok"
-        if status == "ok" and cursor.get("frozen", [False] * len(bucket.members))[i]:
+        if status == "ok" and frozen[i]:
             status = "pruned"  # frozen by an on_eval hook (a pruned Optuna trial)
         value = final.get(spec.success_metric)
         rows.append(
-            {
-                "bucket": bucket.name,
-                "bucket_label": bucket.label,
-                "member": i,
-                "seed": member.seed,
-                "trial": member.trial,
-                "status": status,
-                "family": spec.family,
-                "knobs": member.knobs,
-                "task": {**dataclasses.asdict(bucket.task), **member.knobs},  # every difficulty knob
-                "hparams": member.hparams,
-                "complexity_bits": bucket.task.complexity_bits(member.knobs),
+            MemberRow(
+                bucket=bucket.name,
+                bucket_label=bucket.label,
+                member=i,
+                seed=member.seed,
+                trial=member.trial,
+                study=member.study,
+                status=status,
+                family=spec.family,
+                knobs=member.knobs,
+                task={**dataclasses.asdict(bucket.task), **member.knobs},  # every difficulty knob
+                hparams=member.hparams,
+                complexity_bits=bucket.task.complexity_bits(member.knobs),
                 **_baseline_fields(bucket.task, i, baselines, member.knobs),
-                "success_metric": spec.success_metric,
-                "select_metric": spec.select_metric,
-                "success_threshold": spec.success_threshold,
-                "higher_is_better": spec.higher_is_better,
-                "success": member_success(status, value, spec.success_threshold, spec.higher_is_better),
-                "final": final,
-                "metric": spec.metric,
-                "best_val": cursor["best_val"][i],
-                "steps_to_train_threshold": cursor["first_train"][i],
-                "steps_to_val_threshold": cursor["first_val"][i],
-                "steps": cursor["step"],
-                "n_params": n_params,
-                "model": dataclasses.asdict(bucket.model),
-            }
+                success_metric=spec.success_metric,
+                select_metric=spec.select_metric,
+                success_threshold=spec.success_threshold,
+                higher_is_better=spec.higher_is_better,
+                success=member_success(status, value, spec.success_threshold, spec.higher_is_better),
+                final=final,
+                metric=spec.metric,
+                best_val=cursor.best_val[i],
+                steps_to_train_threshold=cursor.first_train[i],
+                steps_to_val_threshold=cursor.first_val[i],
+                steps=cursor.step,
+                n_params=n_params,
+                model=dataclasses.asdict(bucket.model),
+            )
         )
     return rows
 
@@ -199,7 +199,7 @@ def train_bucket(
     stop_fn: StopFn | None = None,
     on_eval: OnEvalFn | None = None,
     extra_metrics: ExtraMetricsFn | None = None,
-) -> list[dict]:
+) -> list[MemberRow]:
     """Train one bucket's population to the end, resuming if a checkpoint exists.
 
     `stop_fn(cursor)` is asked after every eval; True ends training early (e.g. once a curve has
@@ -208,7 +208,7 @@ def train_bucket(
     (`MemberState.frozen`, e.g. pruned trials): their parameters stop changing, their rows end
     with status 'pruned', and all members diverging ends the bucket instead of raising.
     `extra_metrics(state, hparams, data)` adds host metrics to every eval (stored, and seen by
-    both hooks in `cursor["last"]`).
+    both hooks in `cursor.last`).
     """
     config, settings, members = bucket.config, bucket.settings, bucket.members
     spec = bucket.task.spec
@@ -228,30 +228,30 @@ def train_bucket(
     ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)
     restored = ckpts.restore(sharding.abstract(abstract, mesh))
     if restored is None:
-        state, cursor = program.init(keys, hparams), _fresh_cursor(len(members))
+        state, cursor = program.init(keys, hparams), Cursor.fresh(len(members))
     else:
-        state, cursor = restored
-        print(f"[{bucket.name}] resuming from step {cursor['step']}", flush=True)
-    store.truncate(bucket.name, cursor["n_evals"])
+        state, cursor = restored[0], Cursor.from_json(restored[1])
+        print(f"[{bucket.name}] resuming from step {cursor.step}", flush=True)
+    store.truncate(bucket.name, cursor.n_evals)
     data = program.data(keys, hparams)
     check_held_out(bucket, data)
 
     n_chunks = settings.steps // settings.chunk_steps
     bar = tqdm(
         total=settings.steps,
-        initial=cursor["step"],
+        initial=cursor.step,
         unit="step",
         desc=bucket.name,
         disable=not runtime.progress,
         dynamic_ncols=True,
     )
-    chunk = cursor["step"] // settings.chunk_steps
+    chunk = cursor.step // settings.chunk_steps
     runs = writers.member_runs(bucket.name, members, bucket.label)
     bits = [bucket.task.complexity_bits(m.knobs) for m in members]
     coords = tables.member_coords(members, bucket.label, bits)  # curves.zarr's; level, seed in evals
     fields = tuple(tables.eval_fields(coords, tuple(members[0].hparams)))
     clock, saved_at = PhaseClock(), time.monotonic()
-    while chunk < n_chunks and not cursor.get("stopped"):
+    while chunk < n_chunks and not cursor.stopped:
         first = not clock.count["compile"]  # the first chunk and eval compile their programs
         with clock("compile" if first else "train"):
             state, stats = program.chunk(state, hparams, data)
@@ -261,18 +261,18 @@ def train_bucket(
             if extra_metrics is not None:
                 host.update(extra_metrics(state, hparams, data))
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
-        _update_cursor(cursor, step, host, spec, config.eval)
+        cursor = _update_cursor(cursor, step, host, spec, config.eval)
         frozen = on_eval(cursor, host) if on_eval is not None else None
         if frozen is not None:
-            cursor["frozen"] = [bool(f) for f in frozen]
-            state = state.replace(frozen=sharding.put(np.asarray(cursor["frozen"]), mesh))
-        cursor["stopped"] = bool(stop_fn and stop_fn(cursor))
+            cursor = dataclasses.replace(cursor, frozen=[bool(f) for f in frozen])
+            state = state.replace(frozen=sharding.put(np.asarray(cursor.frozen), mesh))
+        cursor = dataclasses.replace(cursor, stopped=bool(stop_fn and stop_fn(cursor)))
         with clock("store"):
             store.append_evals(bucket.name, step, host, coords, fields)
             writers.active().write_eval(step, host, runs)  # TensorBoard / W&B, if on
-        if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor["stopped"]:
+        if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor.stopped:
             with clock("checkpoint"):
-                ckpts.save(step, state, cursor)
+                ckpts.save(step, state, cursor.to_json())
             saved_at = time.monotonic()
         bar.update(settings.chunk_steps)
         bar.set_postfix(

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from jaxcap.results.records import MemberRow
 from jaxcap.results.tables import level_words
 
 PREFIXES = ("train_", "val_long_", "val_", "test_")  # split prefixes of eval metrics, longest first
@@ -82,20 +83,20 @@ def eval_scalars(host: dict[str, np.ndarray], i: int) -> dict[str, float]:
     return {tag(k): float(np.asarray(v)[i]) for k, v in host.items() if not k.startswith("test_")}
 
 
-def final_metrics(row: dict) -> dict[str, float]:
+def final_metrics(row: MemberRow) -> dict[str, float]:
     """A finished member's val and test metrics (by tag) and its success (1 or 0)."""
-    out = {tag(k): float(v) for k, v in row["final"].items() if k.startswith(PREFIXES[1:]) and v is not None}
-    return {**out, "success": float(bool(row["success"]))}
+    out = {tag(k): float(v) for k, v in row.final.items() if k.startswith(PREFIXES[1:]) and v is not None}
+    return {**out, "success": float(bool(row.success))}
 
 
-def summary_table(rows: list[dict], runs: list[MemberRun]) -> str:
+def summary_table(rows: list[MemberRow], runs: list[MemberRun]) -> str:
     """Every member of a bucket in one Markdown table: run, status, success, its success metric."""
-    metric = rows[0]["success_metric"] if rows else "metric"
+    metric = rows[0].success_metric if rows else "metric"
     lines = [f"| run | status | success | {metric} |", "|---|---|---:|---:|"]
     for row, run in zip(rows, runs):
-        value = row["final"].get(metric)
+        value = row.value
         shown = "—" if value is None else f"{value:.3f}"
-        lines.append(f"| {run.name} | {row['status']} | {'yes' if row['success'] else 'no'} | {shown} |")
+        lines.append(f"| {run.name} | {row.status} | {'yes' if row.success else 'no'} | {shown} |")
     return "\n".join(lines)
 
 
@@ -222,11 +223,11 @@ class Writers:
             for run in runs:
                 w.write_scalars(run, step, eval_scalars(host, run.member))
 
-    def write_final(self, rows: list[dict], runs: list[MemberRun]) -> None:
+    def write_final(self, rows: list[MemberRow], runs: list[MemberRun]) -> None:
         """A finished bucket: each member's final val/test metrics and HParams, and the table."""
         for w in self.writers:
             for row, run in zip(rows, runs):
-                w.write_final(run, row["steps"], final_metrics(row))
+                w.write_final(run, row.steps, final_metrics(row))
             w.write_summary(runs[0].bucket, summary_table(rows, runs))
 
     def close(self) -> None:

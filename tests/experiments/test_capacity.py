@@ -2,6 +2,7 @@
 within 1 %) and a plateau far beyond a tiny model; saturation, plateau, budgets and the fits;
 configs/capacity.py:smoke end to end."""
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -23,6 +24,7 @@ from jaxcap.experiments.capacity import fit as capacity_fit
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.models import ModelConfig
+from jaxcap.results.records import Cursor
 
 
 def _bits(logits, targets, weights=None):
@@ -100,28 +102,33 @@ def test_exposure_record_interpolates_in_log_exposures_and_resumes_exactly():
     evals = {30: [1.0, 10.0], 60: [3.0, 30.0], 90: [4.0, 40.0], 160: [5.0, 50.0]}
     stop = capacity_curve.make_stop_fn(sizes, batch, budgets)
 
-    def step_eval(cursor: dict, step: int) -> bool:
+    def step_eval(cursor: Cursor, step: int) -> tuple[Cursor, bool]:
         last = {m: [v * (1 + j) for v in evals[step]] for j, m in enumerate(capacity_curve.RECORDED)}
-        cursor.update(step=step, last=last)
-        before = cursor.get("exposure")
+        cursor = dataclasses.replace(cursor, step=step, last=last)  # as the host loop does
+        before = cursor.extra.get("exposure")
         stopped = stop(cursor)
-        assert before is None or before is not cursor["exposure"]  # a new record every eval
-        return stopped
+        assert before is None or before is not cursor.extra["exposure"]  # a new record every eval
+        return cursor, stopped
 
-    cursor = {}
-    assert [step_eval(cursor, s) for s in evals] == [False, False, False, True]  # 40 x 32 / 8 = 160
+    cursor, stops = Cursor.fresh(2), []
+    for s in evals:
+        cursor, stopped = step_eval(cursor, s)
+        stops.append(stopped)
+    assert stops == [False, False, False, True]  # 40 x 32 / 8 = 160
     w40, w80 = math.log(40 / 30) / math.log(60 / 30), math.log(80 / 60) / math.log(90 / 60)
-    bits = cursor["exposure"]["at"]["bits_stored"]
+    exposure = cursor.extra["exposure"]
+    bits = exposure["at"]["bits_stored"]
     # member 0 passed 10 exposures at step 20, before the first eval: unresolved, not extrapolated
     assert bits[0] == [None, pytest.approx(1.0 + w40 * 2.0), pytest.approx(3.0 + w80 * 1.0)]
     assert bits[1] == [pytest.approx(10.0 + w40 * 20.0), pytest.approx(30.0 + w80 * 10.0), 50.0]
-    assert cursor["exposure"]["at"]["net_bits"][1][2] == 100.0  # every RECORDED metric
+    assert exposure["at"]["net_bits"][1][2] == 100.0  # every RECORDED metric
     # resumed from a checkpoint after step 60 (the cursor went through JSON): the same record
-    resumed = {}
-    step_eval(resumed, 30), step_eval(resumed, 60)
-    resumed = json.loads(json.dumps(resumed))
-    assert [step_eval(resumed, s) for s in (90, 160)] == [False, True]
-    assert resumed["exposure"] == cursor["exposure"]
+    resumed = step_eval(step_eval(Cursor.fresh(2), 30)[0], 60)[0]
+    resumed = Cursor.from_json(json.loads(json.dumps(resumed.to_json())))
+    resumed, stopped_90 = step_eval(resumed, 90)
+    resumed, stopped_160 = step_eval(resumed, 160)
+    assert (stopped_90, stopped_160) == (False, True)
+    assert resumed.extra["exposure"] == exposure
 
 
 def _rows(bits_at, seeds=(0, 1), sizes=(10, 20), **extra):

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import optuna
 import pytest
-from helpers import ROOT
+from helpers import ROOT, member_row
 from optuna.trial import TrialState
 
 from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
 pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
@@ -117,7 +118,7 @@ def test_a_rerun_gives_back_a_round_that_lost_trials_and_forgets_their_rows(tmp_
     trials = rounds.claim(study, 2, owner, "0")
     store.add_member_rows(
         [
-            {"bucket": "r0g0", "member": i, "study": study.study_name, "trial": t.number}
+            MemberRow.from_json(member_row(bucket="r0g0", member=i, study=study.study_name, trial=t.number))
             for i, t in enumerate(trials)
         ]
     )

@@ -24,6 +24,7 @@ from jaxcap.fields import ConfigError
 from jaxcap.meta.data import arch_fields, build_table, save_table
 from jaxcap.meta.posterior import Posterior, summarize
 from jaxcap.models import ModelConfig
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
 
@@ -88,12 +89,12 @@ def test_enhance_smoke_end_to_end(tmp_path):
         assert section in text, section
 
 
-def member(arch: dict, n: int, seed: int, bits: float | None, n_params=1000, status="ok") -> dict:
+def member(arch: dict, n: int, seed: int, bits: float | None, n_params=1000, status="ok") -> MemberRow:
     """A members.jsonl row of random labels (16 classes: 4 bits a label) whose final training
     loss stores `bits` (None: diverged)."""
     loss = float("nan") if bits is None else (4.0 * n - bits) * math.log(2.0) / n
     task = dict(vocab_size=16, seq_len=8, n_classes=16, n_eval=8, dataset_size=n, max_dataset_size=128)
-    return {
+    row = {
         "bucket": "b0",
         "member": seed,
         "seed": seed,
@@ -113,6 +114,7 @@ def member(arch: dict, n: int, seed: int, bits: float | None, n_params=1000, sta
         "model": arch,
         "source": "/nonexistent",  # no curves: every member counts as unsaturated
     }
+    return MemberRow.from_json(row)
 
 
 def arch(**fields) -> dict:
@@ -122,13 +124,16 @@ def arch(**fields) -> dict:
 BASE, ONE_LAYER, QAT4 = arch(), arch(n_layers=1), arch(qat_bits=4)
 
 
-def hand_rows() -> list[dict]:
+def hand_rows() -> list[MemberRow]:
     """C_mem seeds: baseline 400 and 300 bits (1,000 params), 1 layer 512 and 450 (2,000)."""
     rows = [member(BASE, 64, s, b) for s, b in ((0, 200.0), (1, 180.0))]
     rows += [member(BASE, 128, s, b) for s, b in ((0, 400.0), (1, 300.0))]
     rows += [member(ONE_LAYER, 64, s, 256.0, 2000) for s in (0, 1)]
     rows += [member(ONE_LAYER, 128, 0, 512.0, 2000), member(ONE_LAYER, 128, 1, 450.0, 2000)]
-    rows += [member(ONE_LAYER, 128, 2, None, 2000), {**member(BASE, 128, 3, 9.0), "status": "pruned"}]
+    rows += [
+        member(ONE_LAYER, 128, 2, None, 2000),
+        dataclasses.replace(member(BASE, 128, 3, 9.0), status="pruned"),
+    ]
     return rows
 
 
@@ -151,7 +156,8 @@ def multiplier(median, lo, hi):
 
 
 def test_precision_curve_from_posterior_summaries(tmp_path):
-    archs = [arch_fields({"model": m}) for m in (BASE, ONE_LAYER, QAT4, arch(param_dtype="bfloat16"))]
+    models = (BASE, ONE_LAYER, QAT4, arch(param_dtype="bfloat16"))
+    archs = [arch_fields(member(m, 1, 0, 0.0)) for m in models]
     rows = [{"label": f"a{i}", "multiplier": multiplier(1.0 - 0.1 * i, 0.5, 1.2)} for i in range(4)]
     mem = [{"arch": 2, "per_param": {"point": 0.8, "min": 0.7, "max": 0.9}, "lower_bound": False}]
     points = enhance_precision.precision_points(archs, rows, mem)
@@ -184,7 +190,7 @@ def test_breakdown_and_layer_tables_from_rows():
 def test_report_sections_from_a_hand_made_workdir(tmp_path):
     rows = hand_rows()
     (tmp_path / "families" / "random_labels").mkdir(parents=True)
-    text = "".join(json.dumps(r) + "\n" for r in rows)
+    text = "".join(json.dumps(r.to_json()) + "\n" for r in rows)
     (tmp_path / "families" / "random_labels" / "members.jsonl").write_text(text)
     (tmp_path / "config.json").write_text(json.dumps({"calibrate": {"reference": "random_labels"}}))
     save_table(build_table(rows), tmp_path / "table.json")

@@ -2,6 +2,7 @@
 architectures, cell counts and held-out masks, and reading workdirs (best_trials.jsonl first)."""
 
 import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta.model import PRIOR
+from jaxcap.results.records import MemberRow
 
 
 def member(**overrides):
@@ -36,7 +38,7 @@ def member(**overrides):
     }
     for key, value in overrides.items():
         row[key] = value
-    return row
+    return MemberRow.from_json(row)
 
 
 def level(modulus, **kw):
@@ -54,7 +56,7 @@ def test_best_setting_per_level_is_kept_with_all_its_seeds():
         level(10, seed=2, hparams=good, final={"val_accuracy": 0.98}),
     ]
     kept = meta_data.best_setting_rows(rows)
-    assert len(kept) == 3 and all(r["hparams"] == good for r in kept)  # median 0.98 > 0.55
+    assert len(kept) == 3 and all(r.hparams == good for r in kept)  # median 0.98 > 0.55
 
 
 def test_pruned_dropped_diverged_is_a_failure_and_levels_merge_across_head_sizes():
@@ -64,7 +66,7 @@ def test_pruned_dropped_diverged_is_a_failure_and_levels_merge_across_head_sizes
         level(10, seed=2, status="pruned", success=False),
         level(20, seed=0, final={"val_accuracy": 0.3}, success=False),
     ]
-    rows[0]["task"]["max_modulus"] = 10  # same level, trained with another head size
+    rows[0].task["max_modulus"] = 10  # same level, trained with another head size
     table = meta_data.build_table(rows)
     assert len(table.rows) == 3 and len(table.levels) == 2 and table.families == ["modulo"]
     assert [r["success"] for r in table.rows if r["level"] == 0] == [True, False]
@@ -77,10 +79,9 @@ def test_pruned_dropped_diverged_is_a_failure_and_levels_merge_across_head_sizes
 def test_families_and_architectures():
     add = member(family="binop", task={"name": "binop", "operation": "add", "p": 7}, complexity_bits=2.8)
     mul = member(family="binop", task={"name": "binop", "operation": "mul", "p": 7}, complexity_bits=2.8)
-    wide = copy.deepcopy(add)
-    wide["model"] = meta_simulate.arch_model(1)
+    wide = dataclasses.replace(add, model=meta_simulate.arch_model(1))
     other_vocab = copy.deepcopy(add)
-    other_vocab["model"]["vocab_size"] += 5  # task-dependent fields do not make a new architecture
+    other_vocab.model["vocab_size"] += 5  # task-dependent fields do not make a new architecture
     table = meta_data.build_table([add, mul, wide, other_vocab])
     assert table.families == ["binop:add", "binop:mul"] and len(table.archs) == 2
     assert sorted(r["arch"] for r in table.rows) == [0, 0, 0, 1]  # rows come grouped by level
@@ -128,9 +129,11 @@ def test_workdirs_prefer_best_trials_and_table_round_trips(tmp_path):
     plain, study = tmp_path / "plain", tmp_path / "study"
     plain.mkdir()
     study.mkdir()
-    (plain / "members.jsonl").write_text(json.dumps(level(10)) + "\n")
-    (study / "members.jsonl").write_text(json.dumps(level(40)) + "\n" + json.dumps(level(80)) + "\n")
-    (study / "best_trials.jsonl").write_text(json.dumps(level(40, success=False)) + "\n")
+    (plain / "members.jsonl").write_text(json.dumps(level(10).to_json()) + "\n")
+    (study / "members.jsonl").write_text(
+        json.dumps(level(40).to_json()) + "\n" + json.dumps(level(80).to_json()) + "\n"
+    )
+    (study / "best_trials.jsonl").write_text(json.dumps(level(40, success=False).to_json()) + "\n")
     table = meta_data.load_table([plain, study])
     assert [lv["complexity_bits"] for lv in table.levels] == [np.log2(10), np.log2(40)]
     assert [r["source"] for r in table.rows] == [str(plain), str(study)]

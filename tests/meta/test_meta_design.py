@@ -30,7 +30,7 @@ def test_levels_are_tagged_by_the_pass_that_trained_them():
         meta_simulate.default_truth(n_levels=3), 2, np.random.default_rng(0)
     )
     for r in rows:
-        r["source"] = "boundary1" if r["complexity_bits"] == rows[0]["complexity_bits"] else "grid"
+        r.extra["source"] = "boundary1" if r.complexity_bits == rows[0].complexity_bits else "grid"
     table = meta_data.build_table(rows)
     meta_design.tag_levels(table, {"boundary1"})
     assert [lv["design"] for lv in table.levels].count("boundary") == 1 and table.levels[0][

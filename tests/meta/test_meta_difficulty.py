@@ -32,20 +32,16 @@ def test_lookup_entries_count_what_the_answer_can_see_of_every_input(base, digit
 
 
 def test_covariate_is_structural_for_modulo_and_nominal_elsewhere():
-    row = {"family": "modulo", "task": {"modulus": 40, "base": 10, "digits": 4, "max_modulus": 97}}
-    name, bits = meta_difficulty.covariate({**row, "complexity_bits": math.log2(40)})
+    task = {"modulus": 40, "base": 10, "digits": 4, "max_modulus": 97}
+    name, bits = meta_difficulty.covariate("modulo", task, math.log2(40))
     assert name == "lookup_bits" and bits == pytest.approx(
         10 * 4 * 2 * math.log2(40)
     )  # d0, d1 mod 4, d2 mod 2
     # log2 N puts 16 below 40 and 200; the table puts it above both (16 depends on 4 digits)
-    bits16 = meta_difficulty.covariate({**row, "task": {**row["task"], "modulus": 16}, "complexity_bits": 4})[
-        1
-    ]
-    bits200 = meta_difficulty.covariate(
-        {**row, "task": {**row["task"], "modulus": 200}, "complexity_bits": 7.6}
-    )[1]
+    bits16 = meta_difficulty.covariate("modulo", {**task, "modulus": 16}, 4)[1]
+    bits200 = meta_difficulty.covariate("modulo", {**task, "modulus": 200}, 7.6)[1]
     assert bits < bits200 < bits16
-    assert meta_difficulty.covariate({"family": "parity", "task": {}, "complexity_bits": 7.1}) == (
+    assert meta_difficulty.covariate("parity", {}, 7.1) == (
         "complexity_bits",
         7.1,
     )

@@ -10,11 +10,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optuna
 import pytest
+from helpers import level_summary, member_row
 from matplotlib.colors import to_rgba
 
 from jaxcap.experiments.hpo import report as hpo_report
 from jaxcap.reports import dynamics, learnability
 from jaxcap.reports import population as population_report
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
 
@@ -75,18 +77,10 @@ def test_baseline_and_tuned_differ_in_colour_even_under_ggplot(tmp_path, drawn):
 
 
 def _level(bits, k, n, learned, knob):
-    return {
-        "complexity_bits": bits,
-        "learned": learned,
-        "n_success": k,
-        "n": n,
-        "chance": 0.1,
-        "threshold": 0.95,
-        "higher_is_better": True,
-        "knobs": {"modulus": knob},
-        "family": "modulo",
-        "metric": "test_accuracy",
-    }
+    values = [1.0] * k + [0.0] * (n - k)
+    return level_summary(
+        complexity_bits=bits, n_success=k, n=n, learned=learned, knobs={"modulus": knob}, values=values
+    )
 
 
 def test_success_rate_figure_plots_k_of_n(tmp_path, drawn):
@@ -107,17 +101,15 @@ def test_dynamics_is_a_compact_grid_with_levels_in_words(tmp_path, drawn):
         metrics["train_loss"] = np.where(np.arange(n_levels * seeds) < 2, 0.0 if step == 1000 else 6e-4, 1.0)
         store.append_evals("b0", step, metrics)
     rows = [
-        {
-            "bucket": "b0",
-            "bucket_label": "",
-            "member": i,
-            "seed": i % seeds,
-            "knobs": {"modulus": 5 + i // seeds},
-            "family": "modulo",
-            "complexity_bits": float(np.log2(5 + i // seeds)),
-            "metric": "accuracy",
-            "higher_is_better": True,
-        }
+        MemberRow.from_json(
+            member_row(
+                member=i,
+                seed=i % seeds,
+                knobs={"modulus": 5 + i // seeds},
+                complexity_bits=float(np.log2(5 + i // seeds)),
+                metric="accuracy",
+            )
+        )
         for i in range(n_levels * seeds)
     ]
     groups = population_report.group_levels(rows)

@@ -1,27 +1,22 @@
 """The learnability boundary is drawn only where success is monotone in bits (x mod N is not)."""
 
 import matplotlib.pyplot as plt
+from helpers import level_summary
 
 from jaxcap.reports import learnability
 
 
 def _level(bits, learned, value=None, knob=None):
     value = (1.0 if learned else 0.1) if value is None else value
-    return {
-        "complexity_bits": bits,
-        "learned": learned,
-        "values": [value, value],
-        "median": value,
-        "min": value,
-        "max": value,
-        "chance": 0.1,
-        "shortcut": None,
-        "knobs": {"modulus": knob or round(2**bits)},
-        "family": "modulo",
-        "metric": "test_accuracy",
-        "threshold": 0.95,
-        "higher_is_better": True,
-    }
+    return level_summary(
+        complexity_bits=bits,
+        learned=learned,
+        values=[value, value],
+        median=value,
+        min=value,
+        max=value,
+        knobs={"modulus": knob or round(2**bits)},
+    )
 
 
 MODMOD = [  # the main job's outcome: learned where N divides 10^k, not by size

@@ -50,7 +50,7 @@ def test_run_writes_figures_and_per_level_metrics(grokking_smoke):
     for name in FIGURES:
         assert (grokking_smoke / "report" / name).stat().st_size > 10_000, name
         assert f"({name})" in text
-    table = report.metrics_table(Store(grokking_smoke).member_rows())
+    table = report.metrics_table(Store(grokking_smoke).members())
     lines = table.splitlines()
     assert (
         len(lines) == 3 and "val_accuracy" in lines[0] and "train_accuracy" in lines[0] and "gap" in lines[0]

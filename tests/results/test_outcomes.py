@@ -10,35 +10,39 @@ from jaxcap.experiments.hpo import study
 from jaxcap.meta import data as meta_data
 from jaxcap.reports import summary
 from jaxcap.results import outcomes
+from jaxcap.results.records import MemberRow
 
 MODEL = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_ff": 32}
 
 
 def _row(lr, seed, val, test, status="ok", threshold=0.95):
     hparams = {n: 0.0 for n in HPARAM_NAMES} | {"learning_rate": lr}
-    return {
-        "bucket": "b0",
-        "bucket_label": "",
-        "family": "modulo",
-        "knobs": {"modulus": 7},
-        "task": {"name": "modulo", "modulus": 7},
-        "model": MODEL,
-        "seed": seed,
-        "trial": None,
-        "status": status,
-        "hparams": hparams,
-        "complexity_bits": 2.81,
-        "chance": 0.15,
-        "shortcut": None,
-        "success_metric": "test_accuracy",
-        "select_metric": "val_accuracy",
-        "success_threshold": threshold,
-        "higher_is_better": True,
-        "success": outcomes.member_success(status, test, threshold, True),
-        "final": {"val_accuracy": val, "test_accuracy": test, "gap": 0.0},
-        "steps_to_val_threshold": None,
-        "n_params": 4065,
-    }
+    return MemberRow.from_json(
+        {
+            "bucket": "b0",
+            "member": seed,
+            "bucket_label": "",
+            "family": "modulo",
+            "knobs": {"modulus": 7},
+            "task": {"name": "modulo", "modulus": 7},
+            "model": MODEL,
+            "seed": seed,
+            "trial": None,
+            "status": status,
+            "hparams": hparams,
+            "complexity_bits": 2.81,
+            "chance": 0.15,
+            "shortcut": None,
+            "success_metric": "test_accuracy",
+            "select_metric": "val_accuracy",
+            "success_threshold": threshold,
+            "higher_is_better": True,
+            "success": outcomes.member_success(status, test, threshold, True),
+            "final": {"val_accuracy": val, "test_accuracy": test, "gap": 0.0},
+            "steps_to_val_threshold": None,
+            "n_params": 4065,
+        }
+    )
 
 
 def _disagreeing_rows():
@@ -54,16 +58,16 @@ def _disagreeing_rows():
 
 def test_selection_reads_val_and_the_report_follows_test():
     [level] = summary.levels(_disagreeing_rows(), HPARAM_NAMES)
-    assert level["best"] == {"learning_rate": 1e-3}  # chosen on val
-    assert level["val"] == pytest.approx(0.99) and level["median"] == pytest.approx(0.61)  # reported on test
-    assert not level["learned"] and level["n_success"] == 0
+    assert level.best == {"learning_rate": 1e-3}  # chosen on val
+    assert level.val == pytest.approx(0.99) and level.median == pytest.approx(0.61)  # reported on test
+    assert not level.learned and level.n_success == 0
     table = summary.format_table([level])
     assert "best setting on val_accuracy" in table and "test_accuracy" in table
 
 
 def test_meta_model_rows_are_the_val_selected_setting_with_test_outcomes():
     chosen = meta_data.best_setting_rows(_disagreeing_rows())
-    assert {r["hparams"]["learning_rate"] for r in chosen} == {1e-3}
+    assert {r.hparams["learning_rate"] for r in chosen} == {1e-3}
     table = meta_data.build_table(chosen)
     assert [r["success"] for r in table.rows] == [False, False]
 
@@ -75,20 +79,20 @@ def test_a_diverged_seed_is_a_failure_everywhere():
         _row(1e-3, 2, float("nan"), None, "diverged"),
     ]
     [level] = summary.levels(rows, HPARAM_NAMES)
-    assert level["n"] == 3 and level["n_success"] == 2 and level["diverged"] == 1 and level["learned"]
-    assert not rows[2]["success"]
+    assert level.n == 3 and level.n_success == 2 and level.diverged == 1 and level.learned
+    assert not rows[2].success
     assert [r["success"] for r in meta_data.build_table(meta_data.best_setting_rows(rows)).rows].count(
         False
     ) == 1
     two_of_four = [*rows, _row(1e-3, 3, float("nan"), None, "diverged")]
-    assert not summary.levels(two_of_four, HPARAM_NAMES)[0]["learned"]  # half is not a majority
+    assert not summary.levels(two_of_four, HPARAM_NAMES)[0].learned  # half is not a majority
 
 
 def test_a_setting_whose_seeds_diverge_loses_the_selection():
     rows = [_row(1e-3, 0, 0.99, 0.99), _row(1e-3, 1, float("nan"), None, "diverged")]
     rows += [_row(3e-3, 0, 0.80, 0.80), _row(3e-3, 1, 0.80, 0.80)]
     [level] = summary.levels(rows, HPARAM_NAMES)
-    assert level["best"] == {"learning_rate": 3e-3} and level["diverged_all"] == 1
+    assert level.best == {"learning_rate": 3e-3} and level.diverged_all == 1
 
 
 def test_the_optuna_objective_reads_val_only():

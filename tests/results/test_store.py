@@ -9,8 +9,9 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import HOLD, delay_json_saves
+from helpers import HOLD, delay_json_saves, member_row
 
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, WorkdirError, WorkdirLocked, WorkdirMismatch, clean
 
 
@@ -42,13 +43,17 @@ def test_evals_and_curves_append_then_truncate(tmp_path):
     assert all(json.loads(line) for line in store.evals_path.read_text().splitlines())
 
 
+def _row(bucket: str, member: int, **extra) -> MemberRow:
+    return MemberRow.from_json(member_row(bucket=bucket, member=member, **extra))
+
+
 def test_member_rows_are_replaced_per_bucket(tmp_path):
     store = Store(tmp_path)
-    store.add_member_rows([{"bucket": "b0", "member": 0}, {"bucket": "b0", "member": 1}])
-    store.add_member_rows([{"bucket": "b1", "member": 0}])
-    store.add_member_rows([{"bucket": "b0", "member": 0, "x": 1}])
+    store.add_member_rows([_row("b0", 0), _row("b0", 1)])
+    store.add_member_rows([_row("b1", 0)])
+    store.add_member_rows([_row("b0", 0, x=1)])
     assert store.finished_buckets() == {"b0", "b1"}
-    assert len(store.member_rows()) == 2
+    assert len(store.member_rows()) == 2 and store.members()[0].extra == {"x": 1}
 
 
 def test_config_mismatch_names_the_field(tmp_path):
@@ -96,12 +101,12 @@ def test_a_row_appended_after_a_torn_last_line_is_not_glued_to_it(tmp_path):
 
 def test_a_torn_member_row_is_quarantined_when_the_table_is_rewritten(tmp_path):
     store = Store(tmp_path)
-    store.add_member_rows([{"bucket": "b0", "member": m} for m in range(3)])
+    store.add_member_rows([_row("b0", m) for m in range(3)])
     text = store.members_path.read_text().splitlines()
     store.members_path.write_text("\n".join([text[0], "{broken", *text[1:]]) + "\n")
     assert not store.complete("b0", 4) and store.complete("b0", 3)
-    store.add_member_rows([{"bucket": "b1", "member": 0}])
-    assert [r["member"] for r in store.member_rows()] == [0, 1, 2, 0]
+    store.add_member_rows([_row("b1", 0)])
+    assert [r.member for r in store.members()] == [0, 1, 2, 0]
     assert "{broken" in (tmp_path / "members.jsonl.quarantine").read_text()
 
 

@@ -6,10 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from helpers import member_row
 
 from jaxcap.core.population import DEFAULT_HPARAMS, Member
 from jaxcap.results import tables
 from jaxcap.results.curves import Curves
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
 xr = pytest.importorskip("xarray")
@@ -22,21 +24,19 @@ MEMBERS = [
 ]
 
 
-def _row(member: int, m: Member) -> dict:
-    return {
-        "bucket": "b0",
-        "bucket_label": "",
-        "member": member,
-        "seed": m.seed,
-        "trial": None,
-        "status": "ok",
-        "success": m.knobs["modulus"] == 5,
-        "family": "modulo",
-        "knobs": m.knobs,
-        "hparams": m.hparams,
-        "complexity_bits": float(np.log2(m.knobs["modulus"])),
-        "final": {"val_accuracy": 0.5, "test_accuracy": 0.25},
-    }
+def _row(member: int, m: Member) -> MemberRow:
+    row = member_row(
+        bucket_label="",
+        member=member,
+        seed=m.seed,
+        trial=None,
+        success=m.knobs["modulus"] == 5,
+        knobs=m.knobs,
+        hparams=m.hparams,
+        complexity_bits=float(np.log2(m.knobs["modulus"])),
+        final={"val_accuracy": 0.5, "test_accuracy": 0.25},
+    )
+    return MemberRow.from_json(row)
 
 
 def _write(tmp_path, coords=True) -> Store:

@@ -194,13 +194,13 @@ def test_smoke_learns_beyond_the_blind_guess_and_scores_structures(tmp_path):
     config.task.cache_dir = str(tmp_path / "cache")
     config.runtime.progress = False
     (row,) = run(config, str(tmp_path / "run"))
-    final = row["final"]
-    blind_accuracy = row["baselines"]["chance"]["test_accuracy"]  # fitted on the train split
-    blind_loss = row["complexity_bits"] * np.log(2.0) / config.task.length  # nats per position
+    final = row.final
+    blind_accuracy = row.baselines["chance"]["test_accuracy"]  # fitted on the train split
+    blind_loss = row.complexity_bits * np.log(2.0) / config.task.length  # nats per position
     assert final["test_accuracy"] > blind_accuracy + 0.03, (final, blind_accuracy)
     assert final["test_loss"] < 0.8 * blind_loss, (final, blind_loss)
-    assert "val_long_accuracy" in final and 0 < row["chance"] < 1
-    assert row["overlap"] == {"val": 0.0, "test": 0.0, "guaranteed": True}  # a pool of distinct sequences
+    assert "val_long_accuracy" in final and 0 < row.chance < 1
+    assert row.overlap == {"val": 0.0, "test": 0.0, "guaranteed": True}  # a pool of distinct sequences
     rows = rna_eval.evaluate_workdir(str(tmp_path / "run"))
     for split in ("val", "test"):
         scores = next(r for r in rows if r["split"] == split)

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import ROOT, member_row
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.core.population import Member
 from jaxcap.fields import ConfigError
+from jaxcap.results.records import MemberRow
 from jaxcap.training import writers
 
 
@@ -168,8 +169,12 @@ def test_wandb_writer_opens_a_run_per_member_grouped_by_workdir(monkeypatch, tmp
         Member(index=i, seed=i, hparams={"learning_rate": 1e-3}, knobs={"modulus": 5}) for i in range(2)
     ]
     runs = writers.member_runs("b0", members, "")
-    row = {"steps": 10, "success": True, "success_metric": "test_accuracy", "status": "ok"}
-    rows = [{**row, "final": {"val_accuracy": 0.9, "test_accuracy": 0.8 + i / 10}} for i in range(2)]
+    rows = [
+        MemberRow.from_json(
+            member_row(steps=10, success=True, final={"val_accuracy": 0.9, "test_accuracy": 0.8 + i / 10})
+        )
+        for i in range(2)
+    ]
     with writers.tracking(smoke(wandb="proj").runtime, tmp_path, {"seed": 0}):
         writers.active().write_eval(10, {"val_loss": np.array([1.0, 2.0]), "test_loss": np.ones(2)}, runs)
         writers.active().write_final(rows, runs)

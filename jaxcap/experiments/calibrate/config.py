@@ -211,6 +211,6 @@ def candidate_bits(config: ml_collections.ConfigDict, name: str) -> tuple[list, 
         cfg = {**derived.task.to_dict(), field: v}
         task = tasks.build(cfg)
         knobs = {k: cfg[k] for k in task.spec.knobs}
-        row = {"family": task.spec.family, "task": {**dataclasses.asdict(task), **knobs}}
-        out.append(covariate({**row, "complexity_bits": task.complexity_bits(knobs)})[1])
+        fields = {**dataclasses.asdict(task), **knobs}
+        out.append(covariate(task.spec.family, fields, task.complexity_bits(knobs))[1])
     return list(values), out

@@ -33,6 +33,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from jaxcap.results.records import Cursor
+
 RECORDED = ("bits_stored", "net_bits", "exact_fraction")  # per member and budget, in the cursor
 
 
@@ -77,18 +79,18 @@ def record(previous: dict, step: int, values: dict, sizes, batch_size: int, budg
     return {"step": step, "last": {m: [float(v) for v in values[m]] for m in RECORDED}, "at": at}
 
 
-def make_stop_fn(sizes, batch_size: int, budgets) -> Callable[[dict], bool]:
+def make_stop_fn(sizes, batch_size: int, budgets) -> Callable[[Cursor], bool]:
     """`stop_fn(cursor)` for `train_bucket`: records the budgets passed at this eval into
-    `cursor['exposure']` (from the eval's metrics in `cursor['last']`) and is True once every
-    member has passed the last budget."""
+    `cursor.extra['exposure']` (checkpointed with the cursor; from the eval's metrics in
+    `cursor.last`) and is True once every member has passed the last budget."""
     sizes, budgets = [int(n) for n in sizes], [float(b) for b in budgets]
     need = max(budgets[-1] * n / batch_size for n in sizes)
 
-    def stop_fn(cursor: dict) -> bool:
-        previous = cursor.get("exposure") or fresh_record(len(sizes), len(budgets))
-        values = {m: cursor["last"][m] for m in RECORDED}
-        cursor["exposure"] = record(previous, cursor["step"], values, sizes, batch_size, budgets)
-        return cursor["step"] >= need - 1e-9
+    def stop_fn(cursor: Cursor) -> bool:
+        previous = cursor.extra.get("exposure") or fresh_record(len(sizes), len(budgets))
+        values = {m: cursor.last[m] for m in RECORDED}
+        cursor.extra["exposure"] = record(previous, cursor.step, values, sizes, batch_size, budgets)
+        return cursor.step >= need - 1e-9
 
     return stop_fn
 

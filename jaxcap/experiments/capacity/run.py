@@ -41,6 +41,7 @@ from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.populations import check, first_sizes, size_bucket
 from jaxcap.models import param_count
+from jaxcap.results.records import Cursor
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
 from jaxcap.training.loop import population_program, train_bucket
 
@@ -81,13 +82,14 @@ def measure(
     program = population_program(bucket.settings, bucket.task, bucket.model, mesh)
     keys, hparams = sharding.put(stack(bucket.members, bucket.config.seed), mesh)
     ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)
-    state, cursor = ckpts.restore(sharding.abstract(jax.eval_shape(program.init, keys, hparams), mesh))
+    state, saved = ckpts.restore(sharding.abstract(jax.eval_shape(program.init, keys, hparams), mesh))
     ckpts.close()
-    batch, step = bucket.settings.batch_size, int(cursor["step"])
+    cursor = Cursor.from_json(saved)
+    batch, step = bucket.settings.batch_size, int(cursor.step)
     if budget is None:
-        budgets, at = list(cap.exposures), cursor["exposure"]["at"]
+        budgets, at = list(cap.exposures), cursor.extra["exposure"]["at"]
     else:  # past its horizon the rate is 0: the final eval is the model at exactly `budget`
-        last = cursor["last"]
+        last = cursor.last
         budgets = [budget]
         at = {m: [[last[m][i]] for i in range(len(bucket.members))] for m in capacity_curve.RECORDED}
     diverged = sharding.to_host(state.diverged)
@@ -117,7 +119,7 @@ def measure(
                 "bits_stored": at["bits_stored"][i][-1],  # at the last budget: C_mem's measure
                 "net_bits": at["net_bits"][i][-1],
                 "exact_fraction": at["exact_fraction"][i][-1],
-                "ce_bits_per_item": cursor["last"]["ce_bits_per_item"][i],  # at the final eval
+                "ce_bits_per_item": cursor.last["ce_bits_per_item"][i],  # at the final eval
                 "saturated": capacity_curve.member_saturated(
                     budgets, at["bits_stored"][i], bits, cap.saturation_tol
                 ),

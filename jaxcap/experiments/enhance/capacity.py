@@ -31,83 +31,84 @@ import numpy as np
 
 from jaxcap import tasks
 from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.meta.data import arch_fields, family_name, read_rows
+from jaxcap.meta.data import arch_fields, family_name, read_rows, source
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
 # configs/capacity.py's defaults: the saturation test and the plateau test of the capacity run
 SATURATION_WINDOW, SATURATION_TOL, PLATEAU_TOL = 4, 0.02, 0.05
 
 
-def reference_rows(root: Path, reference: str) -> list[dict]:
+def reference_rows(root: Path, reference: str) -> list[MemberRow]:
     """The rows of `reference` from every family sub-workdir of a calibrate workdir."""
     dirs = sorted({p.parent for name in ("members.jsonl", "best_trials.jsonl") for p in root.rglob(name)})
     rows = [r for d in dirs if (root / "families") in d.parents for r in read_rows(d)]
     return [r for r in rows if family_name(r) == reference]
 
 
-def _saturated(rows: list[dict]) -> dict[tuple, bool]:
+def _saturated(rows: list[MemberRow]) -> dict[tuple, bool]:
     """(source, bucket, member) -> whether its bits-from-train-loss curve had flattened."""
     out: dict[tuple, bool] = {}
-    for source, bucket in sorted({(r["source"], r["bucket"]) for r in rows}):
-        names, curves = Store(source).curves(bucket) if Path(source).exists() else ([], None)
-        mine = [r for r in rows if (r["source"], r["bucket"]) == (source, bucket)]
+    for where, bucket in sorted({(source(r), r.bucket) for r in rows}):
+        names, curves = Store(where).curves(bucket) if Path(where).exists() else ([], None)
+        mine = [r for r in rows if (source(r), r.bucket) == (where, bucket)]
         if "train_loss" not in names:
-            out.update({(source, bucket, r["member"]): False for r in mine})
+            out.update({(where, bucket, r.member): False for r in mine})
             continue
         loss = curves[:, :, names.index("train_loss")].T.astype(np.float64)  # [eval, member]
         for r in mine:
-            if r["member"] >= loss.shape[1]:  # a row that does not index this curve: unknown
-                out[(source, bucket, r["member"])] = False
+            if r.member >= loss.shape[1]:  # a row that does not index this curve: unknown
+                out[(where, bucket, r.member)] = False
                 continue
             bits, targets = _bits_and_targets(r)
-            series = capacity.estimated_bits(bits, targets, loss[:, r["member"]])
+            series = capacity.estimated_bits(bits, targets, loss[:, r.member])
             flat = capacity.saturated(
                 series[:, None], SATURATION_WINDOW, SATURATION_TOL, bits / targets, np.array([bits])
             )
-            out[(source, bucket, r["member"])] = bool(flat[0])
+            out[(where, bucket, r.member)] = bool(flat[0])
     return out
 
 
-def _bits_and_targets(row: dict) -> tuple[float, float]:
-    task = tasks.TASKS[row["family"]](**row["task"])
-    return float(row["complexity_bits"]), float(row["task"]["dataset_size"] * task.targets_per_example())
+def _bits_and_targets(row: MemberRow) -> tuple[float, float]:
+    task = tasks.TASKS[row.family](**row.task)
+    return float(row.complexity_bits), float(row.task["dataset_size"] * task.targets_per_example())
 
 
-def capacity_rows(rows: list[dict], archs: list[dict], labels: list[str]) -> list[dict]:
+def capacity_rows(rows: list[MemberRow], archs: list[dict], labels: list[str]) -> list[dict]:
     """capacity.jsonl-style rows (as `capacity_run.measure` writes them) from population rows;
     `archs` are the meta table's architectures (their order is the posterior's)."""
     saturated = _saturated(rows)
     out = []
     for r in rows:
-        if r["status"] == "pruned" or arch_fields(r) not in archs:
+        if r.status == "pruned" or arch_fields(r) not in archs:
             continue
         a = archs.index(arch_fields(r))
         bits, targets = _bits_and_targets(r)
-        diverged = r["status"] == "diverged" or not np.isfinite(r["final"].get("train_loss", np.nan))
-        net = 0.0 if diverged else float(capacity.estimated_bits(bits, targets, r["final"]["train_loss"]))
+        diverged = r.status == "diverged" or not np.isfinite(r.final.get("train_loss", np.nan))
+        net = 0.0 if diverged else float(capacity.estimated_bits(bits, targets, r.final["train_loss"]))
         out.append(
             {
                 "arch": a,
                 "arch_label": labels[a],
                 "round": 0,
-                "seed": r["seed"],
-                "learning_rate": r["hparams"]["learning_rate"],
-                "dataset_size": r["task"]["dataset_size"],
+                "seed": r.seed,
+                "learning_rate": r.hparams["learning_rate"],
+                "dataset_size": r.task["dataset_size"],
                 "dataset_bits": bits,
                 "bits_stored": max(0.0, net),
                 "net_bits": net,
-                "exact_fraction": r["final"].get("train_exact", r["final"].get("train_accuracy", 0.0)),
-                "saturated": saturated[(r["source"], r["bucket"], r["member"])],
+                "exact_fraction": r.final.get("train_exact", r.final.get("train_accuracy", 0.0)),
+                "saturated": saturated[(source(r), r.bucket, r.member)],
                 "diverged": diverged,
-                "n_params": r["n_params"],
-                "family": r["family"],
-                "model": r["model"],
+                "n_params": r.n_params,
+                "family": r.family,
+                "model": r.model,
             }
         )
     return out
 
 
-def memorization(rows: list[dict], archs: list[dict], labels: list[str]) -> list[dict]:
+def memorization(rows: list[MemberRow], archs: list[dict], labels: list[str]) -> list[dict]:
     """Per variant: C_mem (median, range over seeds), bits/param and both multipliers over the
     baseline (architecture 0): of the medians, and per seed paired by seed (its range)."""
     summaries = capacity.summarize(capacity_rows(rows, archs, labels), PLATEAU_TOL)

@@ -17,6 +17,7 @@ import optuna
 from optuna.trial import TrialState
 
 from jaxcap.experiments.hpo import claims
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, read_jsonl, rewrite_jsonl
 
 
@@ -51,16 +52,17 @@ def forget_lost(store: Store, studies: list[optuna.Study], owner: str, resume: s
         if t.user_attrs.get("worker") == owner
     }
     torn: list[tuple[int, str]] = []
-    rows = read_jsonl(store.members_path, torn)
-    kept = [r for r in rows if "study" not in r or (r["study"], r["trial"]) in mine]
-    if len(kept) < len(rows) or torn:
-        lost = sorted({(r["study"], r["trial"]) for r in rows} - {(r.get("study"), r["trial"]) for r in kept})
+    raw = read_jsonl(store.members_path, torn)  # rewritten as read: only whole rows leave
+    rows = [MemberRow.from_json(r) for r in raw]
+    keep = [r.study is None or (r.study, r.trial) in mine for r in rows]
+    if not all(keep) or torn:
+        lost = {(r.study, r.trial) for r, k in zip(rows, keep) if not k}
         print(
             f"{len(lost)} trial(s) another worker took over: their rows left {store.members_path.name}",
             flush=True,
         )
-        rewrite_jsonl(store.members_path, kept, torn)
-    held = {r["bucket"] for r in kept}
+        rewrite_jsonl(store.members_path, [r for r, k in zip(raw, keep) if k], torn)
+    held = {r.bucket for r, k in zip(rows, keep) if k}
     ckpts = [p for p in store.ckpt_path.iterdir() if p.is_dir()] if store.ckpt_path.is_dir() else []
     for path in ckpts:
         bucket = path.name.removesuffix(".corrupt")

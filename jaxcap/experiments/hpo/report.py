@@ -32,6 +32,7 @@ from jaxcap import tasks
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.experiments.hpo.optuna_figures import importances, plot_history, plot_importances_per_study
 from jaxcap.reports.summary import fmt, fmt_bits, grid
+from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, write_atomic
 
 matplotlib.use("Agg")
@@ -70,7 +71,7 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
     sign = 1.0 if spec.higher_is_better else -1.0
-    out, studies, rows = [], [], store.member_rows()
+    out, studies, rows = [], [], store.members()
     for level in study_lib.levels(config):
         name = study_lib.study_name(config, spec.family, level)
         study = optuna.load_study(study_name=name, storage=storage)
@@ -94,9 +95,9 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
     return out, studies
 
 
-def _measured_chance(rows: list[dict], study: str, nominal: float) -> float:
+def _measured_chance(rows: list[MemberRow], study: str, nominal: float) -> float:
     """The median measured chance (jaxcap.core.baselines) of a study's members; nominal without any."""
-    measured = [r["chance"] for r in rows if r.get("study") == study and r.get("chance") is not None]
+    measured = [r.chance for r in rows if r.study == study and r.chance is not None]
     return statistics.median(measured) if measured else nominal
 
 

@@ -37,6 +37,7 @@ from jaxcap.core.population import Member
 from jaxcap.core.runtime import numerics
 from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
 
@@ -85,6 +86,7 @@ def make_bucket(config, name: str, model: dict, slots: list[Slot], levels: list[
                     hparams={**config.hparams.to_dict(), **slot.hparams},
                     knobs={**task.default_knobs(), **levels[slot.level]},
                     trial=slot.number,
+                    study=slot.study.study_name,  # in its members.jsonl row
                 )
             )
     settings = train_settings(variant, members)
@@ -97,9 +99,9 @@ def make_bucket(config, name: str, model: dict, slots: list[Slot], levels: list[
 def make_on_eval(slots: list[Slot], spec, study_cfg, final_step: int):
     """Report each trial's seed-mean objective; freeze and tell PRUNED what the pruner prunes."""
 
-    def on_eval(cursor: dict, host: dict[str, np.ndarray]) -> np.ndarray:
-        frozen = np.asarray(cursor.get("frozen", [False] * len(host["diverged"])), bool)
-        step = cursor["step"]
+    def on_eval(cursor: Cursor, host: dict[str, np.ndarray]) -> np.ndarray:
+        frozen = np.asarray(cursor.is_frozen(len(host["diverged"])), bool)
+        step = cursor.step
         for slot in slots:
             idx = slot.members
             if slot.finished:  # pruned before a resume: keep it frozen
@@ -128,27 +130,28 @@ def make_on_eval(slots: list[Slot], spec, study_cfg, final_step: int):
     return on_eval
 
 
-def _all_stopped(cursor: dict) -> bool:
-    inactive = np.asarray(cursor.get("frozen", []), bool) | (np.asarray(cursor["last"]["diverged"]) > 0)
+def _all_stopped(cursor: Cursor) -> bool:
+    diverged = np.asarray(cursor.last["diverged"]) > 0
+    inactive = np.asarray(cursor.is_frozen(len(diverged)), bool) | diverged
     return bool(inactive.all())
 
 
-def tell(slots: list[Slot], rows: list[dict], spec, study_cfg) -> dict[str, int]:
+def tell(slots: list[Slot], rows: list[MemberRow], spec, study_cfg) -> dict[str, int]:
     """Tell every unfinished trial its seed-aggregated values (or FAIL); count the outcomes."""
     counts = {"complete": 0, "fail": 0}
     for slot in slots:
         if slot.finished:
             continue
         members = [rows[i] for i in slot.members]
-        per_seed = [study_lib.member_values(r["final"], spec, study_cfg) for r in members]
+        per_seed = [study_lib.member_values(r.final, spec, study_cfg) for r in members]
         try:
-            if any(r["status"] == "diverged" for r in members) or any(v is None for v in per_seed):
-                diverged = [r["seed"] for r in members if r["status"] == "diverged"]
+            if any(r.status == "diverged" for r in members) or any(v is None for v in per_seed):
+                diverged = [r.seed for r in members if r.status == "diverged"]
                 slot.trial.set_user_attr("diverged_seeds", diverged)
                 slot.study.tell(slot.trial, state=TrialState.FAIL)
                 counts["fail"] += 1
             else:
-                values, attrs = study_lib.aggregate(per_seed, [r["final"] for r in members], spec)
+                values, attrs = study_lib.aggregate(per_seed, [r.final for r in members], spec)
                 for key, value in attrs.items():
                     slot.trial.set_user_attr(key, value)
                 slot.study.tell(slot.trial, values)
@@ -188,7 +191,11 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
             flush=True,
         )
         if store.complete(bucket.name, len(bucket.members)):  # trained before a kill, not yet told
-            rows = [r for r in store.member_rows() if r["bucket"] == bucket.name]
+            rows = [r for r in store.members() if r.bucket == bucket.name]
+            if any(r.study is None for r in rows):  # trained by a jaxcap that wrote the study later
+                study = {i: slot.study.study_name for slot in group for i in slot.members}
+                rows = [dataclasses.replace(r, study=study[r.member]) for r in rows]
+                store.add_member_rows(rows)
         else:
             on_eval = make_on_eval(group, spec, config.study, bucket.settings.steps)
             model = bucket.config.model
@@ -196,11 +203,7 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
                 bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)
             ):
                 rows = train_bucket(bucket, store, config.runtime, stop_fn=_all_stopped, on_eval=on_eval)
-        rows = sorted(rows, key=lambda r: r["member"])
-        for slot in group:
-            for i in slot.members:
-                rows[i]["study"] = slot.study.study_name
-        store.add_member_rows(rows)
+        rows = sorted(rows, key=lambda r: r.member)
         lost = [s for s in group if not s.finished and not claims.holds(s.study, s.trial._trial_id, owner)]
         for slot in lost:  # its rows leave members.jsonl at the next round (holdings.forget_lost)
             print(
@@ -210,7 +213,7 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
             )
             slot.trial = None
         counts = tell(group, rows, spec, config.study)
-        pruned = sum(r["status"] == "pruned" for r in rows) // config.sweep.seeds
+        pruned = sum(r.status == "pruned" for r in rows) // config.sweep.seeds
         print(
             f"[round {round_id}] told {counts['complete']} complete, {pruned} pruned, "
             f"{counts['fail']} failed",
@@ -279,11 +282,10 @@ def run_sweep(config, store: Store) -> list[optuna.Study]:
 
 def write_best_trials(store: Store, levels: list[dict]) -> Path:
     """best_trials.jsonl: the members.jsonl rows of each level's best trial (this workdir's)."""
-    rows = store.member_rows()
     best = {(lv["study"], lv["best"]["trial"]) for lv in levels if lv["best"]}
-    chosen = [r for r in rows if (r.get("study"), r["trial"]) in best]
+    chosen = [r for r in store.members() if (r.study, r.trial) in best]
     path = store.root / "best_trials.jsonl"
-    write_atomic(path, "".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in chosen))
+    write_atomic(path, "".join(json.dumps(clean(r.to_json()), sort_keys=True) + "\n" for r in chosen))
     return path
 
 
