@@ -160,7 +160,7 @@ def get_config(arg=None):
     variant = parse_arg(arg, ("smoke", "full", "hpo", "hpo_smoke", "domains", "out_of_grid"))
     c = base_config("modulo")  # config.task is unused: every family names its own task
     c.experiment = "calibrate"
-    c.model.update(n_layers=2, d_model=32, n_heads=4, d_head=8, d_ff=128)  # ~26k params: 5 families fit the CPU
+    c.model.update(n_layers=2, d_model=32, n_heads=4, d_head=8, d_ff=128)  # 26k params: 5 families fit
     c.hparams.update(learning_rate=2e-3, weight_decay=0.1, warmup_steps=100.0)
     c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in <= 45 min
     c.sweep.seeds = 4
