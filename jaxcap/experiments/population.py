@@ -8,11 +8,10 @@ from pathlib import Path
 
 import ml_collections
 
-from jaxcap.config.plan import Bucket, plan
+from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import latest_cursor
 from jaxcap.core.population import HPARAM_NAMES
-from jaxcap.core.runtime import numerics
 from jaxcap.reports import summary
 from jaxcap.results.store import Store, write_atomic
 from jaxcap.training.loop import StopFn, train_bucket
@@ -25,11 +24,11 @@ def identity(config: ml_collections.ConfigDict) -> dict:
     return out
 
 
-def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn | None = None) -> list[Bucket]:
-    """Train every bucket of `config` that the store does not hold yet; returns the buckets."""
-    buckets = plan(config)
+def train_all(plan: Plan, store: Store, stop_fn: StopFn | None = None) -> tuple[Bucket, ...]:
+    """Train every bucket of the plan that the store does not hold yet; returns the buckets."""
+    buckets = plan.buckets
     for bucket in buckets:  # every population fits the devices, before anything compiles
-        sharding.device_count(len(bucket.members), config.runtime.devices)
+        sharding.device_count(len(bucket.members), plan.devices)
     finished = {b.name for b in buckets if store.complete(b.name, len(b.members))}
     if len(finished) == len(buckets):
         print(f"finished: {store.root} already holds this run's results", flush=True)
@@ -39,10 +38,8 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
             store.check_tables(b.name, len(b.members), latest_cursor(store.ckpt_path / b.name))
     for bucket in buckets:
         if bucket.name not in finished:  # (a bucket missing rows rebuilds them from its last checkpoint)
-            model = bucket.config.model
-            needs_x64 = "float64" in (model.param_dtype, model.compute_dtype)
-            with numerics(bucket.config.train.matmul_precision, needs_x64):
-                train_bucket(bucket, store, config.runtime, stop_fn)
+            with bucket.numerics():
+                train_bucket(bucket, store, plan.runtime, stop_fn)
     return buckets
 
 
@@ -58,10 +55,10 @@ def population_report(store: Store) -> list[Path]:
     return [store.report_path / "report.md", *figures]
 
 
-def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
+def population_experiment(plan: Plan, store: Store) -> list[dict]:
     """Train the grid, print the per-level table, write the report."""
     start, before = time.time(), store.member_rows()
-    train_all(config, store)
+    train_all(plan, store)
     rows = store.member_rows()
     print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
     written = population_report(store)
