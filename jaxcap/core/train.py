@@ -67,6 +67,18 @@ SCHEDULES = ("constant", "cosine", "linear")
 
 
 @dataclasses.dataclass(frozen=True)
+class EvalSettings:
+    """The config.eval section: eval batch, steps-to-threshold levels, and the eval sample's size.
+    The thresholds default to the task's `TaskSpec.step_threshold` (jaxcap.config.base)."""
+
+    batch_size: int = setting(1024, Int(1))
+    train_threshold: float = setting(0.99, Float(0.0))  # steps-to-threshold on the primary metric
+    val_threshold: float = setting(0.99, Float(0.0))
+    # the most of a run spent evaluating; it sizes the fixed eval sample (`sampled_task`)
+    time_share: float = setting(0.1, Float(0.0, 1.0, open_high=True))
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainSettings:
     """Static training choices (a change means a new compile). The `setting` fields are the
     config.train section, generated from here (jaxcap.config.base); the others are derived."""
@@ -84,22 +96,9 @@ class TrainSettings:
     # true float32 everywhere, at 0.61x the speed on an H100 (applied by jaxcap.core.runtime.numerics)
     matmul_precision: str = setting("default", Choice(MATMUL_PRECISIONS))
     dropout: bool = True  # False: no member uses dropout, so no masks are drawn at all
-    eval_batch_size: int = 1024  # config.eval.batch_size
-    eval_share: float = (
-        0.1  # config.eval.time_share: the most of a run's compute spent evaluating (0: whole splits)
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalSettings:
-    """The config.eval section: eval batch, steps-to-threshold levels, and the eval sample's size.
-    The thresholds default to the task's `TaskSpec.step_threshold` (jaxcap.config.base)."""
-
-    batch_size: int = setting(1024, Int(1))
-    train_threshold: float = setting(0.99, Float(0.0))  # steps-to-threshold on the primary metric
-    val_threshold: float = setting(0.99, Float(0.0))
-    # the most of a run spent evaluating; it sizes the fixed eval sample (`sampled_task`)
-    time_share: float = setting(0.1, Float(0.0, 1.0, open_high=True))
+    eval_batch_size: int = EvalSettings.batch_size  # config.eval.batch_size
+    # config.eval.time_share: the most of a run's compute spent evaluating (0: whole splits)
+    eval_share: float = EvalSettings.time_share
 
 
 # A forward and backward pass cost about three forwards, so a chunk trains the equivalent of
