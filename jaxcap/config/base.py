@@ -176,11 +176,11 @@ def validate(config) -> Plan:
     """Raise ConfigError (one line naming the field) for anything a run could not do; else the
     config's `Plan`: its buckets and settings as typed, frozen objects, built once and handed
     down (the experiment's own checks are `jaxcap.config.registry.check`, run by jaxcap.run)."""
-    from jaxcap.config.plan import bucket_configs, make_plan  # plan builds tasks; keep `config` light
+    from jaxcap.config.plan import make_plan, variant_configs  # plan builds tasks; keep `config` light
 
     check_tree("config", config, schema(config))
     checks.check_runtime(config.runtime)
-    for i, (label, variant) in enumerate(bucket_configs(config)):
+    for i, (label, variant) in enumerate(variant_configs(config)):
         try:
             if label:
                 check_tree("config", variant, schema(variant))

@@ -85,7 +85,7 @@ def parse_overrides(spec: str) -> list[tuple[list[str], object]]:
     return out
 
 
-def bucket_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_collections.ConfigDict]]:
+def variant_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_collections.ConfigDict]]:
     """(label, config with the overrides applied) per bucket; one ('', config) by default."""
     if not config.sweep.buckets:
         return [("", config)]
@@ -164,7 +164,7 @@ def make_buckets(config: ml_collections.ConfigDict) -> tuple[Bucket, ...]:
     """The buckets of a config, each with its grid of members (not validated: experiments call
     this on configs they derive from a validated one; a run's own are `validate(config).buckets`)."""
     buckets = []
-    for i, (label, variant) in enumerate(bucket_configs(config)):
+    for i, (label, variant) in enumerate(variant_configs(config)):
         task = tasks.build(variant.task.to_dict(), variant.sweep.task.to_dict())
         members = grid_members(
             variant.hparams.to_dict(),

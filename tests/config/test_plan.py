@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.plan import Bucket, Plan, bucket_configs, parse_overrides
+from jaxcap.config.plan import Bucket, Plan, parse_overrides, variant_configs
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.fields import ConfigError
 
@@ -49,7 +49,7 @@ def test_buckets_apply_their_overrides_and_keep_the_grid():
 
 
 def test_no_buckets_is_one_bucket():
-    assert [label for label, _ in bucket_configs(_config())] == [""]
+    assert [label for label, _ in variant_configs(_config())] == [""]
 
 
 @pytest.mark.parametrize(

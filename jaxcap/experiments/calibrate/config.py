@@ -30,7 +30,7 @@ import ml_collections
 
 from jaxcap import tasks
 from jaxcap.config import base as config_lib
-from jaxcap.config.plan import Plan, bucket_configs, parse_overrides
+from jaxcap.config.plan import Plan, parse_overrides, variant_configs
 from jaxcap.config.search_space import add_study
 from jaxcap.experiments.population import population_experiment
 from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
@@ -153,7 +153,7 @@ SCHEMA = {
 def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.ConfigDict) -> list:
     """(sub-workdir, hpo config) per bucket of a family's population config: the top-level
     `study` and `search` sections, one study per knob level, no hparam grid (Optuna chooses)."""
-    variants = bucket_configs(derived)
+    variants = variant_configs(derived)
     out = []
     for i, (_, variant) in enumerate(variants):
         add_study(variant)

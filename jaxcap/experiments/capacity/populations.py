@@ -17,7 +17,7 @@ import dataclasses
 
 import ml_collections
 
-from jaxcap.config.plan import Bucket, bucket_configs, make_buckets
+from jaxcap.config.plan import Bucket, make_buckets, variant_configs
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
@@ -55,7 +55,7 @@ def check(config: ml_collections.ConfigDict) -> None:
         )
     capacity_recipe.check(config)
     longest = max(budgets[-1], *config.capacity.annealed, config.capacity.search_exposures)
-    for i, (label, variant) in enumerate(bucket_configs(config)):
+    for i, (label, variant) in enumerate(variant_configs(config)):
         where = f"config.sweep.buckets[{i}] ({label}): " if label else ""
         [bucket] = make_buckets(_only(variant, ""))
         if not isinstance(bucket.task, RandomData):

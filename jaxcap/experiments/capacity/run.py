@@ -30,7 +30,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxcap.config.plan import Bucket, Plan, bucket_configs
+from jaxcap.config.plan import Bucket, Plan, variant_configs
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
@@ -210,7 +210,7 @@ def capacity_experiment(plan: Plan, store: Store) -> list[dict]:
     `plan.config`, whose capacity section the registry check (`populations.check`) has passed."""
     config = plan.config
     cap = config.capacity
-    for arch, (label, _) in enumerate(bucket_configs(config)):
+    for arch, (label, _) in enumerate(variant_configs(config)):
         sizes, seen = first_sizes(config, label), []
         middle = sorted(sizes)[len(sizes) // 2]
         recipe = search(config, store, arch, label, middle) if cap.search_exposures else None
