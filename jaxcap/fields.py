@@ -83,6 +83,40 @@ class TupleOf:
             self.item(f"{path}[{i}]", v)
 
 
+def setting(default: Any, rule: Any, *, config_default: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field that is also a config field: the dataclass owns its default and its rule,
+    and the config section is generated from it (`defaults`, `rules`), so a new field is one line.
+    `config_default` is what the config holds where it differs from the dataclass's own default
+    (`readout='auto'`, which the model resolves from the task)."""
+    metadata = {"rule": rule}
+    if config_default is not dataclasses.MISSING:
+        metadata["config_default"] = config_default
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def rules(cls) -> dict[str, Any]:
+    """The config section's schema: each `setting` field of the dataclass `cls` and its rule."""
+    return {f.name: f.metadata["rule"] for f in dataclasses.fields(cls) if "rule" in f.metadata}
+
+
+def defaults(cls, **overrides: Any) -> dict[str, Any]:
+    """The config section's defaults, in field order (`overrides` replaces some of them)."""
+    out = {
+        f.name: f.metadata.get("config_default", f.default)
+        for f in dataclasses.fields(cls)
+        if "rule" in f.metadata
+    }
+    for name in overrides:
+        if name not in out:
+            raise ConfigError(f"{cls.__name__}.{name}: not a config field; fields: {', '.join(out)}")
+    return {**out, **overrides}
+
+
+def from_section(cls, section: Any, **extra: Any) -> Any:
+    """The dataclass `cls` from a checked config section (its `setting` fields) and `extra`."""
+    return cls(**{name: section[name] for name in rules(cls)}, **extra)
+
+
 def _range(c) -> str:
     if c.low is not None and c.high is not None:
         return f" in [{c.low}, {c.high}]"

@@ -1,18 +1,21 @@
 """`run(config, workdir)`: the whole experiment, whatever it is.
 
 `launch.py` is only flags around it, so tests and notebooks call the same function. It checks
-the config and the devices before the first write, takes the workdir's writer lock, records the
+the config and the devices before the first write, building the run's typed `Plan` once (what
+the experiment is handed), takes the workdir's writer lock, records the
 config, and hands over to the experiment named by `config.experiment` (resolved on use from
 jaxcap.config.registry). A finished run says so and only prints its summary again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import ml_collections
 
 from jaxcap.config.base import validate
-from jaxcap.config.plan import plan
+from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, check, resolve, setup
 from jaxcap.core import sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
@@ -26,11 +29,9 @@ def run(config: ml_collections.ConfigDict, workdir: str):
     """Run (or resume) the experiment of `config` in `workdir` (see jaxcap.config.registry)."""
     setup(config)  # the experiment's set-up before JAX starts (calibrate: a device per NUTS chain)
     sharding.initialize(config.runtime)  # several processes: join them before JAX computes anything
-    validate(config)
-    check(config)  # the experiment's own checks (capacity, calibrate), also before any write
-    check_devices(config)
-    if config.runtime.compilation_cache != "off":
-        cache = config.runtime.compilation_cache
+    plan = prepare(config)
+    if plan.runtime.compilation_cache != "off":
+        cache = plan.runtime.compilation_cache
         enable_compilation_cache(None if cache == "default" else cache)
     store = Store(workdir)  # the first write into the workdir: after every check above
     # one process writes a workdir at a time; metric writers (jaxcap.training.writers) are off by default
@@ -39,17 +40,26 @@ def run(config: ml_collections.ConfigDict, workdir: str):
         print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
         if config.note:
             print(f"note: {config.note}", flush=True)
-        return resolve(EXPERIMENTS[config.experiment].run)(config, store)
+        return resolve(EXPERIMENTS[plan.experiment].run)(plan, store)
 
 
-def check_devices(config: ml_collections.ConfigDict) -> None:
+def prepare(config: ml_collections.ConfigDict) -> Plan:
+    """The run's plan, built once before anything is written: the config validated into typed
+    buckets, the experiment's own checks (its checked section rides along), the devices."""
+    plan = validate(config)
+    plan = dataclasses.replace(plan, section=check(config))  # capacity, calibrate, enhance
+    check_devices(plan)
+    return plan
+
+
+def check_devices(plan: Plan) -> None:
     """`config.runtime.devices` against this machine, before anything is written."""
-    if config.experiment == "population":  # its populations are known: check each one
-        for bucket in plan(config):
-            sharding.device_count(len(bucket.members), config.runtime.devices)
+    if plan.experiment == "population":  # its populations are known: check each one
+        for bucket in plan.buckets:
+            sharding.device_count(len(bucket.members), plan.devices)
     available = len(jax.devices())
-    if config.runtime.devices > available:
+    if plan.devices > available:
         raise ConfigError(
-            f"config.runtime.devices: got {config.runtime.devices}; allowed: 0 (automatic) or at most "
+            f"config.runtime.devices: got {plan.devices}; allowed: 0 (automatic) or at most "
             f"the {available} devices"
         )

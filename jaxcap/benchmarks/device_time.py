@@ -32,7 +32,7 @@ import jax
 from jaxcap import tasks
 from jaxcap.benchmarks.cost import PRESETS, matmul_traffic
 from jaxcap.config.base import load_config
-from jaxcap.config.plan import plan
+from jaxcap.config.plan import make_buckets
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention
@@ -87,7 +87,7 @@ def load(args: list[str]):
 
 
 def grokking_runs(config) -> list[dict]:
-    out = [_run(b.label, b, len(b.members), b.settings.steps) for b in plan(config)]
+    out = [_run(b.label, b, len(b.members), b.settings.steps) for b in make_buckets(config)]
     out[-1]["reports"] = 1
     return out
 
@@ -130,8 +130,8 @@ def calibrate_runs(config) -> list[dict]:
         passes = [(f"{name} grid", values[: design.grid or len(values)])]
         passes += [(f"{name} round {r}", values[:1] * design.per_round) for r in range(1, design.rounds + 1)]
         for label, levels in passes:
-            [(_, derived)] = family_configs(config, {name: tuple(sorted(set(levels)))})[name]
-            [bucket] = plan(derived)
+            [(_, family)] = family_configs(config, {name: tuple(sorted(set(levels)))})[name]
+            [bucket] = family.buckets
             per_level = len(bucket.members) // len(set(levels))
             out.append({**_run(label, bucket, per_level * len(levels), bucket.settings.steps), "reports": 1})
     return out

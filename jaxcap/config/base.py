@@ -9,28 +9,21 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ml_collections
 
 from jaxcap import fields as checks
 from jaxcap import tasks
 from jaxcap.config.registry import EXPERIMENTS, resolve
-from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES
-from jaxcap.core.runtime import MATMUL_PRECISIONS
-from jaxcap.core.train import SCHEDULES
-from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf, check_tree
-from jaxcap.models import config as model_config
+from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES, HPARAM_RULES
+from jaxcap.core.runtime import Runtime
+from jaxcap.core.train import EvalSettings, TrainSettings
+from jaxcap.fields import Choice, ConfigError, Int, Str, TupleOf, check_tree, defaults, rules
+from jaxcap.models import ModelConfig
 
-HPARAM_RULES = {
-    "learning_rate": Float(0.0),
-    "weight_decay": Float(0.0),
-    "dropout": Float(0.0, 1.0, open_high=True),
-    "warmup_steps": Float(0.0),
-    "b2": Float(0.0, 1.0, open_high=True),
-    "init_scale": Float(0.0),
-    "label_smoothing": Float(0.0, 1.0, open_high=True),
-    "decay_steps": Float(0.0),
-}
+if TYPE_CHECKING:
+    from jaxcap.config.plan import Plan
 
 
 def parse_arg(arg: str | None, variants: tuple[str, ...] = ("smoke", "full")) -> str:
@@ -61,79 +54,19 @@ def base_config(task: str) -> ml_collections.ConfigDict:
     c.seed = 0
     c.note = ""  # printed at start: e.g. why this run uses a smaller model than the baseline
     c.task = tasks.default_config(task)
-    c.model = ml_collections.ConfigDict(
-        dict(
-            n_layers=2,
-            d_model=256,
-            n_heads=8,
-            d_head=32,
-            d_ff=1024,
-            activation="gelu",
-            norm="pre",
-            pos_encoding="sinusoidal",
-            attention="bidirectional",
-            readout="auto",
-            param_dtype="float32",
-            compute_dtype="float32",
-            # variant switches, all off (jaxcap/models/{norms,embeddings,residual,quantize}.py)
-            norm_type="layer",
-            qk_norm=False,
-            n_kv_heads=0,
-            mlp=True,
-            residual="standard",
-            qat_bits=0,
-            qat_activations=False,
-            angular="none",
-            angular_n=0,
-            angular_tokens=0,
-            embed_std=1.0,  # token/position tables at init (jaxcap/models/config.py)
-            embed_sqrt_d=True,
-        )
-    )
+    # model, hparams, train, eval and runtime: generated from the dataclass that owns each section
+    # (a field is one `jaxcap.fields.setting` line there: its default and its rule)
+    c.model = ml_collections.ConfigDict(defaults(ModelConfig))
     c.hparams = ml_collections.ConfigDict(DEFAULT_HPARAMS)
     spec = tasks.TASKS[task]().spec
     c.sweep = ml_collections.ConfigDict(
         dict(seeds=1, hparams={n: () for n in HPARAM_NAMES}, task={k: () for k in spec.knobs}, buckets=())
     )
-    c.train = ml_collections.ConfigDict(
-        dict(
-            steps=1000,
-            chunk_steps=100,
-            batch_size=128,
-            schedule="constant",
-            b1=0.9,
-            eps=1e-8,
-            clip_norm=0.0,
-            loss_scale=1.0,
-            # 'default': the backend's (true float32 on a CPU, TF32 on recent GPUs); 'highest'
-            # asks for true float32 everywhere, at 0.61x the speed on an H100
-            matmul_precision="default",
-        )
-    )
+    c.train = ml_collections.ConfigDict(defaults(TrainSettings))
     # steps-to-threshold on the task's primary metric (accuracy 0.99; lower is better for NMSE)
     thr = spec.step_threshold
-    # time_share: the most of a run spent evaluating; it sizes the fixed eval sample (jaxcap/core/train.py)
-    c.eval = ml_collections.ConfigDict(
-        dict(batch_size=1024, train_threshold=thr, val_threshold=thr, time_share=0.1)
-    )
-    c.runtime = ml_collections.ConfigDict(
-        dict(
-            # a checkpoint every checkpoint_minutes of wall time, every checkpoint_every chunks
-            # (0: never by count), and at the end
-            checkpoint_every=0,
-            checkpoint_minutes=10.0,
-            progress=True,
-            tensorboard=False,  # event files in <workdir>/tensorboard (pip install 'jaxcap[tracking]')
-            wandb="",  # a W&B project name logs the run there ('': off; pip install 'jaxcap[wandb]')
-            compilation_cache="default",
-            devices=0,  # devices the population is split over; 0: automatic (jaxcap/core/sharding.py)
-            coordinator="",  # several processes: 'host:port' of process 0, or 'auto' (TPU pod, Slurm)
-            num_processes=1,
-            process_id=0,
-            # a sweep worker silent this long is dead: its trials go to the others (hpo/claims.py)
-            worker_grace_minutes=10.0,
-        )
-    )
+    c.eval = ml_collections.ConfigDict(defaults(EvalSettings, train_threshold=thr, val_threshold=thr))
+    c.runtime = ml_collections.ConfigDict(defaults(Runtime))
     return c
 
 
@@ -149,32 +82,7 @@ def schema(config) -> dict:
         "seed": Int(0, 2**32 - 1),  # jax.random.key honours 32 bits: a larger seed aliases a smaller one
         "note": Str(),
         "task": task_schema,
-        "model": {
-            "n_layers": Int(1, 64),
-            "d_model": Int(1),
-            "n_heads": Int(1),
-            "d_head": Int(1),
-            "d_ff": Int(1),
-            "activation": Choice(model_config.ACTIVATIONS),
-            "norm": Choice(model_config.NORMS),
-            "pos_encoding": Choice(model_config.POSITIONS),
-            "attention": Choice(model_config.ATTENTIONS),
-            "readout": Choice(("auto", *model_config.READOUTS)),
-            "param_dtype": Choice(tuple(model_config.DTYPES)),
-            "compute_dtype": Choice(tuple(model_config.DTYPES)),
-            "norm_type": Choice(model_config.NORM_TYPES),
-            "qk_norm": Bool(),
-            "n_kv_heads": Int(0),
-            "mlp": Bool(),
-            "residual": Choice(model_config.RESIDUALS),
-            "qat_bits": Choice(model_config.QAT_BITS),
-            "qat_activations": Bool(),
-            "angular": Choice(model_config.ANGULAR),
-            "angular_n": Int(0),
-            "angular_tokens": Int(0),
-            "embed_std": Float(1e-6, 1e3),
-            "embed_sqrt_d": Bool(),
-        },
+        "model": rules(ModelConfig),
         "hparams": dict(HPARAM_RULES),
         "sweep": {
             "seeds": Int(1, 100_000),
@@ -182,36 +90,9 @@ def schema(config) -> dict:
             "hparams": {n: TupleOf(rule) for n, rule in HPARAM_RULES.items()},
             "task": {k: TupleOf(task_cls.SCHEMA[k]) for k in task_cls().spec.knobs},
         },
-        "train": {
-            "steps": Int(1),
-            "chunk_steps": Int(1),
-            "batch_size": Int(1),
-            "schedule": Choice(SCHEDULES),
-            "b1": Float(0.0, 1.0, open_high=True),
-            "eps": Float(0.0),
-            "clip_norm": Float(0.0),
-            "loss_scale": Float(1e-8),
-            "matmul_precision": Choice(MATMUL_PRECISIONS),
-        },
-        "eval": {
-            "batch_size": Int(1),
-            "train_threshold": Float(0.0),
-            "val_threshold": Float(0.0),
-            "time_share": Float(0.0, 1.0, open_high=True),
-        },
-        "runtime": {
-            "checkpoint_every": Int(0),
-            "checkpoint_minutes": Float(0.0),
-            "progress": Bool(),
-            "tensorboard": Bool(),
-            "wandb": Str(),
-            "compilation_cache": Str(),
-            "devices": Int(0),
-            "coordinator": Str(),
-            "num_processes": Int(1),
-            "process_id": Int(0),
-            "worker_grace_minutes": Float(0.01),
-        },
+        "train": rules(TrainSettings),
+        "eval": rules(EvalSettings),
+        "runtime": rules(Runtime),
     }
     for name, experiment in EXPERIMENTS.items():  # the sections an experiment owns (jaxcap.config.registry)
         for section, schema in experiment.sections:
@@ -228,6 +109,8 @@ def schema(config) -> dict:
 
 def _check_variant(config) -> None:
     """Cross-field checks of one bucket's config."""
+    from jaxcap.config.plan import model_config
+
     if config.train.steps % config.train.chunk_steps:
         raise ConfigError(
             f"config.train.steps: got {config.train.steps}; allowed: a multiple of "
@@ -246,6 +129,7 @@ def _check_variant(config) -> None:
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     task.check()
     _check_model_variants(config.model, task)
+    model_config(config.model, task.spec, task)  # ModelConfig's own rules between fields (n_kv_heads)
     checks.check_sizes(config, task)
     for knob, values in config.sweep.task.items():
         for i, value in enumerate(values):
@@ -262,13 +146,10 @@ def _check_variant(config) -> None:
 
 
 def _check_model_variants(m, task) -> None:
-    """Cross-field checks of the model's variant switches (jaxcap/models)."""
+    """Cross-field checks of the model's variant switches that need the task (jaxcap/models); the
+    model's own rules between fields are ModelConfig's (checked when the plan builds it)."""
     from jaxcap.models.embeddings import task_numbers
 
-    if m.n_kv_heads and m.n_heads % m.n_kv_heads:
-        raise ConfigError(
-            f"config.model.n_kv_heads: got {m.n_kv_heads}; allowed: 0 or a divisor of n_heads ({m.n_heads})"
-        )
     if m.pos_encoding == "rotary" and m.d_head % 2:
         raise ConfigError(f"config.model.d_head: got {m.d_head}; allowed: even with rotary positions")
     if task.causal and m.attention != "causal":
@@ -296,13 +177,15 @@ def _check_model_variants(m, task) -> None:
         raise ConfigError(f"config.model.angular: got {m.angular!r}; allowed: none or input for regression")
 
 
-def validate(config) -> None:
-    """Raise ConfigError (one line naming the field) for anything a run could not do."""
-    from jaxcap.config.plan import bucket_configs  # plan imports the trainer; keep `config` light
+def validate(config) -> Plan:
+    """Raise ConfigError (one line naming the field) for anything a run could not do; else the
+    config's `Plan`: its buckets and settings as typed, frozen objects, built once and handed
+    down (the experiment's own checks are `jaxcap.config.registry.check`, run by jaxcap.run)."""
+    from jaxcap.config.plan import make_plan, variant_configs  # plan builds tasks; keep `config` light
 
     check_tree("config", config, schema(config))
     checks.check_runtime(config.runtime)
-    for i, (label, variant) in enumerate(bucket_configs(config)):
+    for i, (label, variant) in enumerate(variant_configs(config)):
         try:
             if label:
                 check_tree("config", variant, schema(variant))
@@ -317,3 +200,4 @@ def validate(config) -> None:
                 _check_variant(variant)
             except ConfigError as e:
                 raise ConfigError(f"config.search.{name}: choice {value!r}: {e}") from None
+    return make_plan(config)

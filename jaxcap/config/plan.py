@@ -1,4 +1,5 @@
-"""From a config to buckets: what is static (one compile each) and who the members are.
+"""From a config to its plan: the buckets (what is static, one compile each, and who the members
+are), typed and frozen, so that the training path never reads the raw config.
 
 A config trains one bucket unless `config.sweep.buckets` lists variants, each a string of
 comma-separated `section.field=value` overrides, e.g. ("model.d_model=32",
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from typing import Any
 
 import ml_collections
 
 from jaxcap import tasks
 from jaxcap.core.population import Member, grid_members
-from jaxcap.core.train import TrainSettings
-from jaxcap.fields import ConfigError
+from jaxcap.core.runtime import Runtime, numerics
+from jaxcap.core.train import EvalSettings, TrainSettings
+from jaxcap.fields import ConfigError, from_section
 from jaxcap.models import ModelConfig
 from jaxcap.models.config import MODEL_FIELDS
 from jaxcap.models.embeddings import task_numbers
@@ -25,17 +28,46 @@ from jaxcap.tasks import Task
 BUCKET_SECTIONS = ("task", "model", "hparams", "train", "eval")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Bucket:
-    """Everything static about one population: one bucket = one compile."""
+    """Everything static about one population: one bucket = one compile. Typed and frozen: the
+    training path (jaxcap.training.loop) reads these fields, never the config they came from."""
 
     name: str
     label: str  # the overrides that define it ('' for a single-bucket run)
-    config: ml_collections.ConfigDict  # the run's config with this bucket's overrides applied
     task: Task
     model: ModelConfig
     settings: TrainSettings
-    members: list[Member]
+    eval: EvalSettings
+    seed: int  # config.seed: every member's key derives from it (jaxcap.core.population.member_key)
+    members: tuple[Member, ...]
+
+    def numerics(self):
+        """Its numerics scope: config.train.matmul_precision, and x64 for a float64 model."""
+        m = self.model
+        return numerics(self.settings.matmul_precision, "float64" in (m.param_dtype, m.compute_dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A checked config as the typed objects a run needs (jaxcap.config.base.validate), built once
+    before the first write and handed down: `run(config, workdir)` passes it to the experiment."""
+
+    experiment: str
+    seed: int
+    buckets: tuple[Bucket, ...]
+    runtime: Runtime
+    # the experiment's own checked section: what its registry `check` returns (calibrate and
+    # enhance: the validated plan of every family); None where it has no check
+    section: Any = None
+    # the validated config itself, for the experiments that derive configs of their own (hpo
+    # rounds, capacity sizes, calibrate families, config.json); the shared path reads only the above
+    config: ml_collections.ConfigDict | None = None
+
+    @property
+    def devices(self) -> int:
+        """The devices each population is split over (config.runtime.devices; 0: automatic)."""
+        return self.runtime.devices
 
 
 def parse_overrides(spec: str) -> list[tuple[list[str], object]]:
@@ -53,7 +85,7 @@ def parse_overrides(spec: str) -> list[tuple[list[str], object]]:
     return out
 
 
-def bucket_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_collections.ConfigDict]]:
+def variant_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_collections.ConfigDict]]:
     """(label, config with the overrides applied) per bucket; one ('', config) by default."""
     if not config.sweep.buckets:
         return [("", config)]
@@ -96,26 +128,43 @@ def model_config(
 
 
 def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> TrainSettings:
-    t = config.train
-    return TrainSettings(
-        steps=t.steps,
-        chunk_steps=t.chunk_steps,
-        batch_size=t.batch_size,
-        schedule=t.schedule,
-        b1=t.b1,
-        eps=t.eps,
-        clip_norm=t.clip_norm,
-        loss_scale=t.loss_scale,
+    """The bucket's static training choices: config.train, the eval batch and share, and whether
+    any member uses dropout."""
+    return from_section(
+        TrainSettings,
+        config.train,
         eval_batch_size=config.eval.batch_size,
         eval_share=config.eval.time_share,
         dropout=any(m.hparams["dropout"] > 0 for m in members),
     )
 
 
-def plan(config: ml_collections.ConfigDict) -> list[Bucket]:
-    """The buckets of a config, each with its grid of members."""
+def make_bucket(
+    config: ml_collections.ConfigDict,
+    name: str,
+    label: str,
+    task: Task,
+    members: list[Member],
+    settings: TrainSettings | None = None,
+) -> Bucket:
+    """The typed bucket of one variant config (with its overrides applied) and its members."""
+    return Bucket(
+        name=name,
+        label=label,
+        task=task,
+        model=model_config(config.model, task.spec, task),
+        settings=settings or train_settings(config, members),
+        eval=from_section(EvalSettings, config.eval),
+        seed=config.seed,
+        members=tuple(members),
+    )
+
+
+def make_buckets(config: ml_collections.ConfigDict) -> tuple[Bucket, ...]:
+    """The buckets of a config, each with its grid of members (not validated: experiments call
+    this on configs they derive from a validated one; a run's own are `validate(config).buckets`)."""
     buckets = []
-    for i, (label, variant) in enumerate(bucket_configs(config)):
+    for i, (label, variant) in enumerate(variant_configs(config)):
         task = tasks.build(variant.task.to_dict(), variant.sweep.task.to_dict())
         members = grid_members(
             variant.hparams.to_dict(),
@@ -124,7 +173,17 @@ def plan(config: ml_collections.ConfigDict) -> list[Bucket]:
             variant.sweep.task.to_dict(),
             variant.sweep.seeds,
         )
-        model = model_config(variant.model, task.spec, task)
-        settings = train_settings(variant, members)
-        buckets.append(Bucket(f"b{i}", label, variant, task, model, settings, members))
-    return buckets
+        buckets.append(make_bucket(variant, f"b{i}", label, task, members))
+    return tuple(buckets)
+
+
+def make_plan(config: ml_collections.ConfigDict, section: Any = None) -> Plan:
+    """The plan of a validated config (`jaxcap.config.base.validate` calls this)."""
+    return Plan(
+        experiment=config.experiment,
+        seed=config.seed,
+        buckets=make_buckets(config),
+        runtime=from_section(Runtime, config.runtime),
+        section=section,
+        config=config,
+    )

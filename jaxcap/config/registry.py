@@ -1,11 +1,12 @@
 """The experiments a config can name in `config.experiment`, as dotted names resolved on use.
 
-Each experiment is a `run(config, store)` that trains (resumably) and writes its results and
+Each experiment is a `run(plan, store)` that trains (resumably) and writes its results and
 report, a `report(store) -> [paths]` that rebuilds the report from the workdir alone (what
 `python -m jaxcap.report --workdir D` calls), the config sections it owns with their schemas,
 optionally a `check(config)` for what those schemas cannot see (run before the first write into
-the workdir), and optionally a `setup(config)` that must run before JAX starts (calibrate: one
-CPU device per NUTS chain). Names are strings, "module:attribute", imported only when used (big_vision's
+the workdir; what it returns is the plan's `section`, the experiment's own checked view), and
+optionally a `setup(config)` that must run before JAX starts (calibrate: one CPU device per NUTS
+chain). Names are strings, "module:attribute", imported only when used (big_vision's
 registry): the config layer knows every experiment without importing one, so checking a config
 never imports a trainer, Optuna or NumPyro it does not need, and imports point one way
 (tests/test_layers.py).
@@ -20,11 +21,11 @@ from typing import Any
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    run: str  # (config, store) -> results
+    run: str  # (plan, store) -> results (jaxcap.config.plan.Plan)
     report: str  # store -> files written under report/
     sections: tuple[tuple[str, str], ...] = ()  # (config section, its schema)
     setup: str = ""  # (config) -> None, before JAX initializes its backends
-    check: str = ""  # (config) -> None or ConfigError; cross-section checks, before any write
+    check: str = ""  # (config) -> the checked section, or ConfigError; before any write
 
 
 _CALIBRATE = "jaxcap.experiments.calibrate.run"
@@ -56,6 +57,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         "jaxcap.experiments.enhance.run:enhance_report",
         (("calibrate", "jaxcap.experiments.calibrate.config:SCHEMA"),),
         setup=f"{_CALIBRATE}:setup",
+        check="jaxcap.experiments.enhance.variants:check",  # every family, every variant a model change
     ),
 }
 
@@ -66,11 +68,11 @@ def resolve(name: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-def check(config) -> None:
-    """The experiment's own checks of a validated config (ConfigError names the field)."""
+def check(config) -> Any:
+    """The experiment's own checks of a validated config (ConfigError names the field); returns
+    its checked section (None where the experiment has no check)."""
     experiment = EXPERIMENTS[config.experiment]
-    if experiment.check:
-        resolve(experiment.check)(config)
+    return resolve(experiment.check)(config) if experiment.check else None
 
 
 def setup(config) -> None:

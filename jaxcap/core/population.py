@@ -18,36 +18,34 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-# Every per-member hyperparameter with its default (AdamW's b2 = 0.98 as in the grokking
-# literature; warmup in steps, a float so that it can be traced like the others; decay_steps:
-# where a decaying schedule reaches 0, 0 for train.steps, so runs of different lengths share
-# one compile).
-DEFAULT_HPARAMS = {
-    "learning_rate": 1e-3,
-    "weight_decay": 0.0,
-    "dropout": 0.0,
-    "warmup_steps": 0.0,
-    "b2": 0.98,
-    "init_scale": 1.0,
-    "label_smoothing": 0.0,
-    "decay_steps": 0.0,
-}
-HPARAM_NAMES = tuple(DEFAULT_HPARAMS)
+from jaxcap.fields import Float, defaults, rules, setting
 
 
 @struct.dataclass
 class HParams:
-    """Per-member traced hyperparameters (float32 scalars per member) and task knobs."""
+    """Per-member traced hyperparameters (float32 scalars per member) and task knobs.
 
-    learning_rate: jax.Array
-    weight_decay: jax.Array
-    dropout: jax.Array
-    warmup_steps: jax.Array
-    b2: jax.Array
-    init_scale: jax.Array
-    label_smoothing: jax.Array
-    decay_steps: jax.Array
-    task: dict[str, jax.Array]
+    Each hyperparameter is one `setting` line: its default (the config.hparams section) and its
+    rule (the config's schema, and every value of a `config.sweep.hparams` grid). AdamW's b2 = 0.98
+    as in the grokking literature; warmup in steps, a float so that it can be traced like the
+    others; decay_steps: where a decaying schedule reaches 0, 0 for train.steps, so runs of
+    different lengths share one compile.
+    """
+
+    learning_rate: jax.Array = setting(1e-3, Float(0.0))
+    weight_decay: jax.Array = setting(0.0, Float(0.0))
+    dropout: jax.Array = setting(0.0, Float(0.0, 1.0, open_high=True))
+    warmup_steps: jax.Array = setting(0.0, Float(0.0))
+    b2: jax.Array = setting(0.98, Float(0.0, 1.0, open_high=True))
+    init_scale: jax.Array = setting(1.0, Float(0.0))
+    label_smoothing: jax.Array = setting(0.0, Float(0.0, 1.0, open_high=True))
+    decay_steps: jax.Array = setting(0.0, Float(0.0))
+    task: dict[str, jax.Array] = struct.field(default_factory=dict)
+
+
+DEFAULT_HPARAMS = defaults(HParams)  # every per-member hyperparameter with its default
+HPARAM_RULES = rules(HParams)
+HPARAM_NAMES = tuple(DEFAULT_HPARAMS)
 
 
 @dataclasses.dataclass(frozen=True)

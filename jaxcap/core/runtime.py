@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import platform
 import tempfile
@@ -16,10 +17,35 @@ from pathlib import Path
 
 import jax
 
-from jaxcap.fields import ConfigError
+from jaxcap.fields import Bool, ConfigError, Float, Int, Str, setting
 
 DEFAULT_CACHE = Path(os.environ.get("JAXCAP_CACHE", Path.home() / ".cache" / "jaxcap" / "xla"))
 MATMUL_PRECISIONS = ("default", "highest", "high", "float32", "tensorfloat32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """How a run is carried out, never what it computes (config.runtime; left out of config.json's
+    identity, so a resume may change it). The config section is generated from these fields."""
+
+    # a checkpoint every checkpoint_minutes of wall time, every checkpoint_every chunks
+    # (0: never by count), and at the end
+    checkpoint_every: int = setting(0, Int(0))
+    checkpoint_minutes: float = setting(10.0, Float(0.0))
+    progress: bool = setting(True, Bool())
+    # event files in <workdir>/tensorboard (pip install 'jaxcap[tracking]')
+    tensorboard: bool = setting(False, Bool())
+    # a W&B project name logs the run there ('': off; pip install 'jaxcap[wandb]')
+    wandb: str = setting("", Str())
+    compilation_cache: str = setting("default", Str())
+    # devices the population is split over; 0: automatic (jaxcap/core/sharding.py)
+    devices: int = setting(0, Int(0))
+    # several processes: 'host:port' of process 0, or 'auto' (TPU pod, Slurm)
+    coordinator: str = setting("", Str())
+    num_processes: int = setting(1, Int(1))
+    process_id: int = setting(0, Int(0))
+    # a sweep worker silent this long is dead: its trials go to the others (hpo/claims.py)
+    worker_grace_minutes: float = setting(10.0, Float(0.01))
 
 
 def enable_compilation_cache(directory: str | os.PathLike | None = None) -> None:

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import ml_collections
 
-from jaxcap.config.plan import Bucket, plan
+from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import latest_cursor
 from jaxcap.core.population import HPARAM_NAMES
-from jaxcap.core.runtime import numerics
 from jaxcap.reports import summary
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, write_atomic
@@ -26,11 +25,11 @@ def identity(config: ml_collections.ConfigDict) -> dict:
     return out
 
 
-def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn | None = None) -> list[Bucket]:
-    """Train every bucket of `config` that the store does not hold yet; returns the buckets."""
-    buckets = plan(config)
+def train_all(plan: Plan, store: Store, stop_fn: StopFn | None = None) -> tuple[Bucket, ...]:
+    """Train every bucket of the plan that the store does not hold yet; returns the buckets."""
+    buckets = plan.buckets
     for bucket in buckets:  # every population fits the devices, before anything compiles
-        sharding.device_count(len(bucket.members), config.runtime.devices)
+        sharding.device_count(len(bucket.members), plan.devices)
     finished = {b.name for b in buckets if store.complete(b.name, len(b.members))}
     if len(finished) == len(buckets):
         print(f"finished: {store.root} already holds this run's results", flush=True)
@@ -41,10 +40,8 @@ def train_all(config: ml_collections.ConfigDict, store: Store, stop_fn: StopFn |
             store.check_tables(b.name, len(b.members), cursor and Cursor.from_json(cursor))
     for bucket in buckets:
         if bucket.name not in finished:  # (a bucket missing rows rebuilds them from its last checkpoint)
-            model = bucket.config.model
-            needs_x64 = "float64" in (model.param_dtype, model.compute_dtype)
-            with numerics(bucket.config.train.matmul_precision, needs_x64):
-                train_bucket(bucket, store, config.runtime, stop_fn)
+            with bucket.numerics():
+                train_bucket(bucket, store, plan.runtime, stop_fn)
     return buckets
 
 
@@ -60,10 +57,10 @@ def population_report(store: Store) -> list[Path]:
     return [store.report_path / "report.md", *figures]
 
 
-def population_experiment(config: ml_collections.ConfigDict, store: Store) -> list[MemberRow]:
+def population_experiment(plan: Plan, store: Store) -> list[MemberRow]:
     """Train the grid, print the per-level table, write the report."""
     start, before = time.time(), store.members()
-    train_all(config, store)
+    train_all(plan, store)
     rows = store.members()
     print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
     written = population_report(store)

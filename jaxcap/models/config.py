@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from jaxcap.fields import ConfigError
+from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, rules, setting
 
 ACTIVATIONS = ("gelu", "relu")
 NORMS = ("pre", "post", "none")
@@ -50,44 +50,57 @@ class ModelConfig:
     vocab_size: int
     seq_len: int
     n_outputs: int
-    n_layers: int = 2
-    d_model: int = 256
-    n_heads: int = 8
-    d_head: int = 32
-    d_ff: int = 1024
-    activation: str = "gelu"
-    norm: str = "pre"
-    pos_encoding: str = "sinusoidal"
-    attention: str = "bidirectional"
-    readout: str = "last"
+    # the config.model section (jaxcap.config.base) is generated from the `setting` fields below:
+    # each carries its default and the rule its config value must pass (jaxcap.fields)
+    n_layers: int = setting(2, Int(1, 64))
+    d_model: int = setting(256, Int(1))
+    n_heads: int = setting(8, Int(1))
+    d_head: int = setting(32, Int(1))
+    d_ff: int = setting(1024, Int(1))
+    activation: str = setting("gelu", Choice(ACTIVATIONS))
+    norm: str = setting("pre", Choice(NORMS))
+    pos_encoding: str = setting("sinusoidal", Choice(POSITIONS))
+    attention: str = setting("bidirectional", Choice(ATTENTIONS))
+    # the config's 'auto' is the task's readout (`for_task`)
+    readout: str = setting("last", Choice(("auto", *READOUTS)), config_default="auto")
     input_dim: int = 0  # > 0: a linear embedding of float input vectors instead of tokens
-    param_dtype: str = "float32"
-    compute_dtype: str = "float32"
-    norm_type: str = "layer"  # 'rms': RMSNorm instead of LayerNorm wherever a norm is placed
-    qk_norm: bool = False  # normalize queries and keys per head before the scores
-    n_kv_heads: int = 0  # 0: one key/value head per query head; 1: multi-query; else grouped
-    mlp: bool = True  # False: attention-only blocks
-    residual: str = "standard"  # 'scaled', 'gated' (learned gate per sublayer), 'dense' (DWA)
-    qat_bits: int = 0  # > 0: weights fake-quantized to this many bits in the forward pass
-    qat_activations: bool = False  # also fake-quantize the input of every linear layer
-    angular: str = "none"  # angular number embeddings for numeric tokens: input/output/both
-    angular_n: int = 0  # N of the angles 2πn/N (0: from the task, see embeddings.task_numbers)
-    angular_tokens: int = 0  # token ids [0, angular_tokens) are the numbers 0, 1, ... (0: N)
+    param_dtype: str = setting("float32", Choice(tuple(DTYPES)))
+    compute_dtype: str = setting("float32", Choice(tuple(DTYPES)))
+    # 'rms': RMSNorm instead of LayerNorm wherever a norm is placed
+    norm_type: str = setting("layer", Choice(NORM_TYPES))
+    qk_norm: bool = setting(False, Bool())  # normalize queries and keys per head before the scores
+    # 0: one key/value head per query head; 1: multi-query; else grouped (a divisor of n_heads)
+    n_kv_heads: int = setting(0, Int(0))
+    mlp: bool = setting(True, Bool())  # False: attention-only blocks
+    # 'scaled', 'gated' (learned gate per sublayer), 'dense' (DWA)
+    residual: str = setting("standard", Choice(RESIDUALS))
+    # > 0: weights fake-quantized to this many bits in the forward pass
+    qat_bits: int = setting(0, Choice(QAT_BITS))
+    qat_activations: bool = setting(False, Bool())  # also fake-quantize the input of every linear layer
+    # angular number embeddings for numeric tokens: input/output/both
+    angular: str = setting("none", Choice(ANGULAR))
+    # N of the angles 2πn/N (0: from the task, see embeddings.task_numbers)
+    angular_n: int = setting(0, Int(0))
+    angular_tokens: int = setting(0, Int(0))  # token ids [0, angular_tokens) are the numbers 0, 1, ... (0: N)
     # token (and learned position) tables: their std as the residual stream sees them at init, and
     # whether the table is stored at std/sqrt(d_model) and multiplied by sqrt(d_model) in the
     # forward, as in Vaswani et al. (True), or stored and read as it is, as GPT-2 does (False).
     # The multiplier makes Adam's step on a token row sqrt(d_model) times larger in the stream.
-    embed_std: float = 1.0
-    embed_sqrt_d: bool = True
+    embed_std: float = setting(1.0, Float(1e-6, 1e3))
+    embed_sqrt_d: bool = setting(True, Bool())
 
     def __post_init__(self):
-        # The config schema says this with the config's field names; this guards direct use.
+        # Rules between fields, said once: a config meets them when its plan builds the model
+        # (jaxcap.config.base.validate), so the errors name the config's fields.
         if self.angular != "none" and self.angular_n <= 0:
             raise ConfigError(
-                f"ModelConfig.angular_n: got {self.angular_n}; allowed: > 0 with angular embeddings"
+                f"config.model.angular_n: got {self.angular_n}; allowed: > 0 with angular embeddings"
             )
         if self.n_heads % self.kv_heads:
-            raise ConfigError(f"ModelConfig.n_kv_heads: got {self.n_kv_heads}; allowed: a divisor of n_heads")
+            raise ConfigError(
+                f"config.model.n_kv_heads: got {self.n_kv_heads}; allowed: 0 or a divisor of n_heads "
+                f"({self.n_heads})"
+            )
 
     @classmethod
     def for_task(cls, spec: Any, **fields: Any) -> ModelConfig:
@@ -156,11 +169,7 @@ class ModelConfig:
         return out
 
 
-MODEL_FIELDS = tuple(
-    f.name
-    for f in dataclasses.fields(ModelConfig)
-    if f.name not in ("vocab_size", "seq_len", "n_outputs", "input_dim")
-)
+MODEL_FIELDS = tuple(rules(ModelConfig))  # the config's model fields (the rest come from the task)
 
 
 def _norm_size(cfg: ModelConfig, dim: int) -> int:

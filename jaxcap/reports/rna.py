@@ -28,7 +28,7 @@ import ml_collections
 import numpy as np
 
 from jaxcap.config.base import base_config
-from jaxcap.config.plan import plan
+from jaxcap.config.plan import make_buckets
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
 from jaxcap.core.train import KEY_DATA, make_population
@@ -102,7 +102,7 @@ def evaluate_workdir(workdir: str, splits=("val", "test", "val_long")) -> list[d
     _merge(config, json.loads(store.config_path.read_text()))
     config = ml_collections.ConfigDict(config)
     rows = []
-    for bucket in plan(config):
+    for bucket in make_buckets(config):
         program = make_population(bucket.settings, bucket.task, bucket.model)
         keys, hparams = stack(bucket.members, config.seed)
         ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)

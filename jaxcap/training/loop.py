@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 
 import jax
-import ml_collections
 import numpy as np
 from tqdm import tqdm
 
@@ -23,8 +22,8 @@ from jaxcap.config.plan import Bucket
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
-from jaxcap.core.runtime import PhaseClock
-from jaxcap.core.train import PopulationProgram, make_population
+from jaxcap.core.runtime import PhaseClock, Runtime
+from jaxcap.core.train import EvalSettings, PopulationProgram, make_population
 from jaxcap.fields import ConfigError
 from jaxcap.models import param_count
 from jaxcap.results import tables
@@ -47,7 +46,9 @@ OnEvalFn = Callable[[Cursor, dict], "np.ndarray | None"]
 ExtraMetricsFn = Callable[..., "dict[str, np.ndarray]"]
 
 
-def _update_cursor(cursor: Cursor, step: int, host: dict[str, np.ndarray], spec, eval_cfg) -> Cursor:
+def _update_cursor(
+    cursor: Cursor, step: int, host: dict[str, np.ndarray], spec, eval_cfg: EvalSettings
+) -> Cursor:
     """Record thresholds crossed and the best validation value of the task's primary metric."""
     train, val = host[f"train_{spec.metric}"], host[f"val_{spec.metric}"]
     first_train, first_val, best_val = list(cursor.first_train), list(cursor.first_val), list(cursor.best_val)
@@ -154,10 +155,10 @@ def check_held_out(bucket: Bucket, data: dict) -> None:
             )
 
 
-def _checkpoint_due(runtime: ml_collections.ConfigDict, chunk: int, saved_at: float) -> bool:
+def _checkpoint_due(runtime: Runtime, chunk: int, saved_at: float) -> bool:
     """Every `checkpoint_every` chunks (0: never by count) or `checkpoint_minutes` after the last
     save (0: never by time); the loop also saves at the end. A kill loses what came after."""
-    every, minutes = runtime.get("checkpoint_every", 0), runtime.get("checkpoint_minutes", 0.0)
+    every, minutes = runtime.checkpoint_every, runtime.checkpoint_minutes
     return bool(every and chunk % every == 0) or bool(minutes and time.monotonic() - saved_at >= 60 * minutes)
 
 
@@ -195,7 +196,7 @@ def host_metrics(program: PopulationProgram, state, stats, hparams, data, spec) 
 def train_bucket(
     bucket: Bucket,
     store: Store,
-    runtime: ml_collections.ConfigDict,
+    runtime: Runtime,
     stop_fn: StopFn | None = None,
     on_eval: OnEvalFn | None = None,
     extra_metrics: ExtraMetricsFn | None = None,
@@ -210,11 +211,11 @@ def train_bucket(
     `extra_metrics(state, hparams, data)` adds host metrics to every eval (stored, and seen by
     both hooks in `cursor.last`).
     """
-    config, settings, members = bucket.config, bucket.settings, bucket.members
+    settings, members = bucket.settings, bucket.members
     spec = bucket.task.spec
-    mesh = sharding.population_mesh(len(members), runtime.get("devices", 0))
+    mesh = sharding.population_mesh(len(members), runtime.devices)
     program = population_program(settings, bucket.task, bucket.model, mesh)
-    keys, hparams = sharding.put(stack(members, config.seed), mesh)
+    keys, hparams = sharding.put(stack(members, bucket.seed), mesh)
     abstract = jax.eval_shape(program.init, keys, hparams)
     state_mb = sum(math.prod(x.shape) * x.dtype.itemsize for x in jax.tree.leaves(abstract)) / 2**20
     label = f" {bucket.label}" if bucket.label else ""
@@ -261,7 +262,7 @@ def train_bucket(
             if extra_metrics is not None:
                 host.update(extra_metrics(state, hparams, data))
         chunk, step = chunk + 1, (chunk + 1) * settings.chunk_steps
-        cursor = _update_cursor(cursor, step, host, spec, config.eval)
+        cursor = _update_cursor(cursor, step, host, spec, bucket.eval)
         frozen = on_eval(cursor, host) if on_eval is not None else None
         if frozen is not None:
             cursor = dataclasses.replace(cursor, frozen=[bool(f) for f in frozen])

@@ -1,9 +1,11 @@
 """Buckets from config overrides, the experiment registry, and their validation."""
 
+import dataclasses
+
 import pytest
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.plan import bucket_configs, parse_overrides, plan
+from jaxcap.config.plan import Bucket, Plan, parse_overrides, variant_configs
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.fields import ConfigError
 
@@ -37,8 +39,7 @@ def test_parse_overrides():
 
 def test_buckets_apply_their_overrides_and_keep_the_grid():
     c = _config("model.d_model=16", "model.d_model=32,task.operation=sub,hparams.weight_decay=1")
-    validate(c)
-    buckets = plan(c)
+    buckets = validate(c).buckets  # the plan, built once by validate
     assert [b.name for b in buckets] == ["b0", "b1"]
     assert [b.model.d_model for b in buckets] == [16, 32]
     assert buckets[1].task.operation == "sub" and buckets[0].task.operation == "add"
@@ -48,7 +49,7 @@ def test_buckets_apply_their_overrides_and_keep_the_grid():
 
 
 def test_no_buckets_is_one_bucket():
-    assert [label for label, _ in bucket_configs(_config())] == [""]
+    assert [label for label, _ in variant_configs(_config())] == [""]
 
 
 @pytest.mark.parametrize(
@@ -64,3 +65,17 @@ def test_no_buckets_is_one_bucket():
 def test_bad_buckets_are_one_line_errors(bucket, message):
     with pytest.raises(ConfigError, match=message):
         validate(_config(bucket))
+
+
+def test_validate_hands_down_a_frozen_typed_plan():
+    """The plan is the only thing the training path reads: typed, frozen, no config inside."""
+    c = _config("model.d_model=16")
+    c.seed, c.eval.val_threshold, c.train.matmul_precision = 7, 0.5, "highest"
+    p = validate(c)
+    assert isinstance(p, Plan) and p.experiment == "population" and p.seed == 7 and p.devices == 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.seed = 1
+    (bucket,) = p.buckets
+    assert "config" not in {f.name for f in dataclasses.fields(Bucket)}
+    assert bucket.seed == 7 and bucket.eval.val_threshold == 0.5 and isinstance(bucket.members, tuple)
+    assert bucket.settings.matmul_precision == "highest" and bucket.model.d_model == 16

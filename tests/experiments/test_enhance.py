@@ -67,11 +67,29 @@ def test_configs_validate(name, variant):
 
     from ml_collections import config_flags  # noqa: F401  (the loader launch uses)
 
-    from jaxcap.experiments.calibrate.run import family_configs
+    from jaxcap.config.registry import check
 
     config = load_config(f"{ROOT / 'configs' / name}.py:{variant or ''}")
     validate(config)
-    assert family_configs(config)  # every family x variant builds a valid population config
+    assert check(config)  # the enhance check: every family x variant builds a valid population plan
+
+
+@pytest.mark.parametrize(
+    "archs,message",
+    [
+        (("",), "at least one other variant"),
+        (("", "model.norm_type=rms", "model.norm_type=rms"), "no two alike"),
+        (("", "model.norm_typ=rms"), "model.norm_typ is not a model field"),
+    ],
+)
+def test_enhance_check_refuses_before_any_write(tmp_path, archs, message):
+    from jaxcap.run import run
+
+    config = load_config(f"{ROOT / 'configs' / 'enhance'}.py:smoke")
+    config.calibrate.architectures = archs
+    with pytest.raises(ConfigError, match=rf"^config\.calibrate\.architectures: .*{message}"):
+        run(config, str(tmp_path / "w"))
+    assert not (tmp_path / "w").exists()
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from flax import nnx
 
 from jaxcap import tasks
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.plan import plan
+from jaxcap.config.plan import make_buckets
 from jaxcap.core.population import stack
 from jaxcap.core.runtime import numerics
 from jaxcap.core.train import make_population
@@ -222,7 +222,7 @@ def _run_one_chunk(dtype: str, loss_scale: float):
     c.model.param_dtype = "float32" if dtype == "float16" else dtype  # fp16: fp32 master weights
     c.train.update(steps=2, chunk_steps=2, batch_size=8, loss_scale=loss_scale)
     c.sweep.seeds = 2
-    (bucket,) = plan(c)
+    (bucket,) = make_buckets(c)
     keys, hparams = stack(bucket.members, 0)
     with numerics("highest", needs_x64=dtype == "float64"):
         program = make_population(bucket.settings, bucket.task, bucket.model)
@@ -354,8 +354,7 @@ def test_switches_are_config_fields_with_one_line_errors():
     c = base_config("binop")
     c.task.update(operation="add", p=11)
     c.model.update(norm_type="rms", qk_norm=True, n_kv_heads=2, residual="dense", angular="both", qat_bits=3)
-    validate(c)
-    (bucket,) = plan(c)
+    (bucket,) = validate(c).buckets
     assert bucket.model.angular_n == 11 and bucket.model.norm_type == "rms"  # N from the task
     assert task_numbers(tasks.build({"name": "binop", "operation": "perm", "k": 3})) == 0
     bad = [

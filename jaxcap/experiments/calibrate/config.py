@@ -30,7 +30,7 @@ import ml_collections
 
 from jaxcap import tasks
 from jaxcap.config import base as config_lib
-from jaxcap.config.plan import bucket_configs, parse_overrides
+from jaxcap.config.plan import Plan, parse_overrides, variant_configs
 from jaxcap.config.search_space import add_study
 from jaxcap.experiments.population import population_experiment
 from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
@@ -39,19 +39,19 @@ from jaxcap.meta.validate import DESIGNS
 from jaxcap.results.store import Store
 
 
-def grid_search(config: ml_collections.ConfigDict, store: Store) -> None:
+def grid_search(plan: Plan, store: Store) -> None:
     """Train every member of the family's grid (resumable), print its per-level table, report."""
-    population_experiment(config, store)
+    population_experiment(plan, store)
 
 
-def optuna_search(config: ml_collections.ConfigDict, store: Store) -> None:
+def optuna_search(plan: Plan, store: Store) -> None:
     """One Optuna study per level (resumable), then best_trials.jsonl and the HPO report."""
     from jaxcap.experiments.hpo.sweep import hpo_experiment  # imports optuna: only when asked for
 
-    hpo_experiment(config, store)
+    hpo_experiment(plan, store)
 
 
-SEARCHES: dict[str, Callable[[ml_collections.ConfigDict, Store], None]] = {
+SEARCHES: dict[str, Callable[[Plan, Store], None]] = {
     "grid": grid_search,
     "optuna": optuna_search,
 }
@@ -153,7 +153,7 @@ SCHEMA = {
 def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.ConfigDict) -> list:
     """(sub-workdir, hpo config) per bucket of a family's population config: the top-level
     `study` and `search` sections, one study per knob level, no hparam grid (Optuna chooses)."""
-    variants = bucket_configs(derived)
+    variants = variant_configs(derived)
     out = []
     for i, (_, variant) in enumerate(variants):
         add_study(variant)
@@ -168,10 +168,11 @@ def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.Config
 
 def family_configs(
     config: ml_collections.ConfigDict, levels: dict[str, tuple] | None = None
-) -> dict[str, list]:
-    """Every family's [(sub-workdir, config)] to train, each validated (one-line errors name
-    the field): its population config, or with search='optuna' one hpo config per bucket.
-    `levels[name]`, when given, replaces the family's level values (one design pass)."""
+) -> dict[str, list[tuple[str, Plan]]]:
+    """Every family's [(sub-workdir, plan)] to train, each validated (one-line errors name the
+    field): the plan of its population config, or with search='optuna' of one hpo config per
+    bucket (`plan.config` is the derived config). `levels[name]`, when given, replaces the
+    family's level values (one design pass). The calibrate experiment's registry check."""
     if config.calibrate.search == "optuna" and ("study" not in config or "search" not in config):
         raise ConfigError(
             "config.study: missing; config.calibrate.search='optuna' needs the study and search "
@@ -187,8 +188,7 @@ def family_configs(
                 entry = {**entry, "levels": {field: tuple(levels[name])}}
             derived = family_config(config, name, entry)
             runs = [("", derived)] if config.calibrate.search == "grid" else study_configs(config, derived)
-            for _, run in runs:
-                config_lib.validate(run)
+            runs = [(part, config_lib.validate(run)) for part, run in runs]
         except ConfigError as e:
             message = str(e)
             raise ConfigError(

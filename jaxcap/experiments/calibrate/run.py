@@ -26,6 +26,7 @@ from pathlib import Path
 
 import ml_collections
 
+from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate import anchor as calibrate_anchor
 from jaxcap.experiments.calibrate.config import SCHEMA, SEARCHES, candidate_bits, family_configs  # noqa: F401
 from jaxcap.experiments.population import identity
@@ -42,22 +43,24 @@ from jaxcap.meta import validate as meta_validate
 from jaxcap.results.store import Store, clean, write_atomic
 
 
-def _train(config: ml_collections.ConfigDict, root: Path, runs: list) -> list[Path]:
-    """Train one family's runs [(part, config)] under `root`; their workdirs."""
+def _train(config: ml_collections.ConfigDict, root: Path, runs: list[tuple[str, Plan]]) -> list[Path]:
+    """Train one family's runs [(part, plan)] under `root`; their workdirs."""
     out = []
-    for part, derived in runs:
+    for part, plan in runs:
         sub = Store(root / part)
-        sub.write_config(identity(derived))
+        sub.write_config(identity(plan.config))
         print(f"== family pass {sub.root}", flush=True)
-        SEARCHES[config.calibrate.search](derived, sub)
+        SEARCHES[config.calibrate.search](plan, sub)
         out.append(sub.root)
     return out
 
 
-def train_families(config: ml_collections.ConfigDict, store: Store) -> tuple[list[Path], set[str]]:
+def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
     """Every family's passes (resumable): the workdirs, and those of bisection passes."""
+    config = plan.config
     design = meta_design.Design(**config.calibrate.design.to_dict())
-    every = family_configs(config)  # validates every family (and every candidate) before training
+    # every family's plan, validated by the registry check before the first write
+    every = plan.section if plan.section is not None else family_configs(config)
     workdirs, boundary = [], set()
     for name, runs in every.items():
         root = store.root / "families" / name
@@ -108,10 +111,10 @@ def setup(config: ml_collections.ConfigDict) -> None:
     meta_fit.reserve_chain_devices(config.calibrate.nuts.chains)
 
 
-def calibrate_experiment(config: ml_collections.ConfigDict, store: Store) -> dict:
+def calibrate_experiment(plan: Plan, store: Store) -> dict:
     """Train every family (resumable), fit, validate, report; returns the summary."""
-    cal = config.calibrate
-    workdirs, boundary = train_families(config, store)
+    cal = plan.config.calibrate
+    workdirs, boundary = train_families(plan, store)
     workdirs += [Path(w) for w in cal.workdirs]
     table = meta_data.load_table(workdirs)
     meta_design.tag_levels(table, boundary)

@@ -17,7 +17,7 @@ import dataclasses
 
 import ml_collections
 
-from jaxcap.config.plan import Bucket, bucket_configs, plan
+from jaxcap.config.plan import Bucket, make_buckets, variant_configs
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
@@ -32,7 +32,7 @@ def first_sizes(config: ml_collections.ConfigDict, label: str) -> list[int]:
     grid = tuple(config.capacity.bits_per_param_grid)
     if not grid:
         return sorted(set(config.sweep.task.get("dataset_size", ()) or (config.task.dataset_size,)))
-    [bucket] = plan(_only(config, label))
+    [bucket] = make_buckets(_only(config, label))
     per_example = bucket.task.complexity_bits({"dataset_size": 1})
     return capacity.sizes_for(grid, param_count(bucket.model), per_example)
 
@@ -55,9 +55,9 @@ def check(config: ml_collections.ConfigDict) -> None:
         )
     capacity_recipe.check(config)
     longest = max(budgets[-1], *config.capacity.annealed, config.capacity.search_exposures)
-    for i, (label, variant) in enumerate(bucket_configs(config)):
+    for i, (label, variant) in enumerate(variant_configs(config)):
         where = f"config.sweep.buckets[{i}] ({label}): " if label else ""
-        [bucket] = plan(_only(variant, ""))
+        [bucket] = make_buckets(_only(variant, ""))
         if not isinstance(bucket.task, RandomData):
             raise ConfigError(
                 f"config.task.name: got {variant.task.name!r}; allowed: random_labels, random_tokens"
@@ -123,6 +123,6 @@ def size_bucket(
     if budget is not None:
         variant.train.schedule = config.capacity.anneal_schedule
         variant.hparams.decay_steps = float(capacity_recipe.horizon(budget, size, variant.train.batch_size))
-    [bucket] = plan(variant)
-    bucket.name = name or f"b{arch}n{size}" + ("" if budget is None else f"a{budget:g}")
-    return bucket
+    [bucket] = make_buckets(variant)
+    name = name or f"b{arch}n{size}" + ("" if budget is None else f"a{budget:g}")
+    return dataclasses.replace(bucket, name=name)

@@ -30,16 +30,17 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxcap.config.plan import Bucket, bucket_configs
+from jaxcap.config.plan import Bucket, Plan, variant_configs
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
-from jaxcap.core.runtime import numerics
+from jaxcap.core.runtime import Runtime
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.experiments.capacity.populations import check, first_sizes, size_bucket
+from jaxcap.experiments.capacity.populations import check, first_sizes, size_bucket  # noqa: F401
+from jaxcap.fields import from_section
 from jaxcap.models import param_count
 from jaxcap.results.records import Cursor
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
@@ -75,12 +76,13 @@ def measure(
     cap: ml_collections.ConfigDict,
     budget: float | None = None,
     schedule: str = "constant",
+    devices: int = 0,
 ) -> list[dict]:
     """capacity.jsonl rows of a trained size: the exposure record of its last checkpoint (a
     constant-rate run), or its final eval (an annealed run, measured at its one budget)."""
-    mesh = sharding.population_mesh(len(bucket.members), bucket.config.runtime.devices)
+    mesh = sharding.population_mesh(len(bucket.members), devices)
     program = population_program(bucket.settings, bucket.task, bucket.model, mesh)
-    keys, hparams = sharding.put(stack(bucket.members, bucket.config.seed), mesh)
+    keys, hparams = sharding.put(stack(bucket.members, bucket.seed), mesh)
     ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)
     state, saved = ckpts.restore(sharding.abstract(jax.eval_shape(program.init, keys, hparams), mesh))
     ckpts.close()
@@ -158,15 +160,13 @@ def train_size(
     measure it."""
     cap, tic = config.capacity, time.time()
     sizes = [int(m.knobs["dataset_size"]) for m in bucket.members]
-    model = bucket.config.model
-    with numerics(
-        bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)
-    ):
+    runtime = from_section(Runtime, config.runtime)
+    with bucket.numerics():
         if bucket.name not in store.finished_buckets():
             budgets = cap.exposures if budget is None else (budget,)
             stop_fn = capacity_curve.make_stop_fn(sizes, bucket.settings.batch_size, budgets)
-            train_bucket(bucket, store, config.runtime, stop_fn, extra_metrics=extra_metrics_for(bucket))
-        rows = measure(bucket, store, arch, round_, cap, budget, schedule)
+            train_bucket(bucket, store, runtime, stop_fn, extra_metrics=extra_metrics_for(bucket))
+        rows = measure(bucket, store, arch, round_, cap, budget, schedule, runtime.devices)
     _save_rows(store, rows)
     with open(store.root / TIMES, "a") as f:
         f.write(json.dumps({"bucket": bucket.name, "wall_s": time.time() - tic}) + "\n")
@@ -206,11 +206,13 @@ def _print_size(bucket: Bucket, rows: list[dict], size: int, budgets, what: str)
     )
 
 
-def capacity_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
-    """Train and measure every architecture until its sizes plateau; print and write the report."""
-    check(config)
+def capacity_experiment(plan: Plan, store: Store) -> list[dict]:
+    """Train and measure every architecture until its sizes plateau; print and write the report.
+    Its populations are sizes it derives round by round (`size_bucket`) from the validated
+    `plan.config`, whose capacity section the registry check (`populations.check`) has passed."""
+    config = plan.config
     cap = config.capacity
-    for arch, (label, _) in enumerate(bucket_configs(config)):
+    for arch, (label, _) in enumerate(variant_configs(config)):
         sizes, seen = first_sizes(config, label), []
         middle = sorted(sizes)[len(sizes) // 2]
         recipe = search(config, store, arch, label, middle) if cap.search_exposures else None

@@ -32,6 +32,7 @@ import matplotlib.ticker
 import ml_collections
 import numpy as np
 
+from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate.run import calibrate_experiment, calibrate_report
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.meta.posterior import load_posterior, summarize
@@ -147,9 +148,9 @@ def enhance_report(store: Store) -> list[Path]:
     return [*written, path, figure, *figures]
 
 
-def enhance_experiment(config: ml_collections.ConfigDict, store: Store) -> list[dict]:
+def enhance_experiment(plan: Plan, store: Store) -> list[dict]:
     """Train every variant on every family (resumable), fit, then the multipliers."""
-    calibrate_experiment(config, store)
+    calibrate_experiment(plan, store)
     written = enhance_report(store)
     rows = multipliers(load_posterior(store.root / "posterior.nc"))
     print(format_table(rows), flush=True)

@@ -26,8 +26,9 @@ import itertools
 
 import ml_collections
 
-from jaxcap.config.plan import parse_overrides
+from jaxcap.config.plan import Plan, parse_overrides
 from jaxcap.config.search_space import add_level_search
+from jaxcap.experiments.calibrate.config import family_configs
 from jaxcap.fields import ConfigError
 from jaxcap.models.config import MODEL_FIELDS
 
@@ -53,6 +54,22 @@ def combine(*variants: str) -> str:
                 seen[name] = value
                 parts.append(f"{name}={value}")
     return ",".join(parts)
+
+
+def check(config: ml_collections.ConfigDict) -> dict[str, list[tuple[str, Plan]]]:
+    """The enhance experiment's checks before anything is written: a multiplier is C_variant /
+    C_baseline, so the architectures are the baseline and at least one variant, no two alike, each
+    a combination `combine` accepts; then every family validates (the calibrate check), whose
+    plans it returns."""
+    archs = tuple(config.calibrate.architectures)
+    if len(archs) < 2 or len(set(archs)) < len(archs):
+        raise ConfigError(
+            f"config.calibrate.architectures: got {archs}; allowed: the baseline first, then at least "
+            "one other variant, no two alike (a multiplier is C_variant / C_baseline)"
+        )
+    for arch in archs:
+        combine(arch)
+    return family_configs(config)
 
 
 def combinations(best: tuple[str, ...], sizes: tuple[int, ...] = (2,)) -> tuple[str, ...]:

@@ -31,12 +31,14 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from jaxcap import tasks
-from jaxcap.config.plan import Bucket, model_config, train_settings
+from jaxcap.config import plan as plan_lib
+from jaxcap.config.plan import Bucket, train_settings
 from jaxcap.config.search_space import parse_space, suggest
 from jaxcap.core.population import Member
-from jaxcap.core.runtime import numerics
+from jaxcap.core.runtime import Runtime
 from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.fields import from_section
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
@@ -93,7 +95,7 @@ def make_bucket(config, name: str, model: dict, slots: list[Slot], levels: list[
     # a searched dropout keeps the dropout path in every round: one compile, not two
     settings = dataclasses.replace(settings, dropout=settings.dropout or len(config.search.dropout) > 0)
     label = ",".join(f"model.{k}={v}" for k, v in sorted(model.items()))
-    return Bucket(name, label, variant, task, model_config(variant.model, task.spec, task), settings, members)
+    return plan_lib.make_bucket(variant, name, label, task, members, settings)
 
 
 def make_on_eval(slots: list[Slot], spec, study_cfg, final_step: int):
@@ -198,11 +200,9 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
                 store.add_member_rows(rows)
         else:
             on_eval = make_on_eval(group, spec, config.study, bucket.settings.steps)
-            model = bucket.config.model
-            with numerics(
-                bucket.config.train.matmul_precision, "float64" in (model.param_dtype, model.compute_dtype)
-            ):
-                rows = train_bucket(bucket, store, config.runtime, stop_fn=_all_stopped, on_eval=on_eval)
+            runtime = from_section(Runtime, config.runtime)
+            with bucket.numerics():
+                rows = train_bucket(bucket, store, runtime, stop_fn=_all_stopped, on_eval=on_eval)
         rows = sorted(rows, key=lambda r: r.member)
         lost = [s for s in group if not s.finished and not claims.holds(s.study, s.trial._trial_id, owner)]
         for slot in lost:  # its rows leave members.jsonl at the next round (holdings.forget_lost)
@@ -289,12 +289,13 @@ def write_best_trials(store: Store, levels: list[dict]) -> Path:
     return path
 
 
-def hpo_experiment(config, store: Store) -> list[dict]:
-    """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report."""
+def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[dict]:
+    """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report. Its
+    rounds are buckets of their own (`plan_round`), made from the validated `plan.config`."""
     from jaxcap.experiments.hpo import report as hpo_report
 
     start, before = time.time(), len(store.member_rows())
-    run_sweep(config, store)
+    run_sweep(plan.config, store)
     levels, _ = hpo_report.summarize(store)
     write_best_trials(store, levels)
     written = hpo_report.hpo_report(store)
