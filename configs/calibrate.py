@@ -21,8 +21,8 @@ fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 ..
 symbols over 8, causal attention) and associative recall (1 .. 12 pairs over 32 symbols); a
 spanning grid of 4 levels per family, then 2 bisection rounds that add a level where success
 flips, 4 seeds per level, a d_model-32 model for 1,000 steps, NUTS 4 chains x (1,000 + 1,000);
-validation on held-out levels (4 folds x 3 fold seeds; fold seed 0 is the development split, not quoted), the top
-level of each family, and held-out families. The meta-model has lapse rates (a run failing a
+validation on held-out levels (4 folds x 3 fold seeds; fold seed 0 is the development split, not
+quoted), the top level of each family, and held-out families. The meta-model has lapse rates (a run failing a
 learnable level or learning an unlearnable one, jaxcap/meta/model.py).
 
 Measured (docs/meta-model.md; 2-core CPU shared with other jobs at load 12-22, 2026-11-27): 98 min
