@@ -45,7 +45,8 @@ the default size).
 
 from jaxcap.config.base import base_config, parse_arg
 from jaxcap.config.search_space import add_level_search
-from jaxcap.meta.validate import DESIGNS
+from jaxcap.experiments.calibrate.config import CalibrateSettings
+from jaxcap.fields import defaults
 
 # candidate levels; the design trains a spanning grid of them, then bisects at the boundary
 # divisors of 10^4 (the last k digits decide) and moduli that need every digit (primes, factors
@@ -169,18 +170,10 @@ def get_config(arg=None):
     c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in <= 45 min
     c.sweep.seeds = 4
     c.note = "a small model (d_model 32) for 1,000 steps so the default finishes on a laptop CPU"
-    c.calibrate = dict(
-        families=families(variant),
-        architectures=("",),  # bucket-style model overrides; "" is config.model itself
-        workdirs=(),  # finished workdirs (population or Optuna) whose rows join the table
-        search="grid",
-        reference="random_labels",
-        capacity_workdir="",  # a capacity run of the same architecture: C in bits at saturation
-        # 1,000 + 1,000: bulk ESS >= 400 on sharp families (docs/meta-model.md, issue 24)
-        nuts=dict(warmup=1000, samples=1000, chains=4, target_accept=0.95, seed=0),
-        validation=dict(folds=4, seeds=(1, 2, 3), designs=DESIGNS, development=False),
-        design=dict(DESIGN),
-    )
+    # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/config.py);
+    # NUTS 1,000 + 1,000: bulk ESS >= 400 on sharp families (docs/meta-model.md, issue 24)
+    c.calibrate = defaults(CalibrateSettings, families=families(variant))
+    c.calibrate.design.update(DESIGN)
     if variant in ("smoke", "hpo_smoke"):
         c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
         c.train.update(steps=40, chunk_steps=20, batch_size=16)

@@ -34,6 +34,8 @@ parameters to the 1.59M-parameter seed baseline, hours on an accelerator) has no
 """
 
 from jaxcap.config.base import base_config, parse_arg
+from jaxcap.experiments.capacity.populations import CapacitySettings
+from jaxcap.fields import defaults
 
 ARCHITECTURES = (  # the base model is 1 layer, d_model 16, 2 heads x 8, d_ff 64
     "model.d_model=8,model.n_heads=1,model.d_ff=16",
@@ -66,18 +68,10 @@ def get_config(arg=None):
     # a cap only: each size stops at its last budget (n = 176 needs 88,000 steps for 16,000)
     c.train.update(steps=88_000, chunk_steps=100, batch_size=32)
     c.eval.batch_size = 512
-    c.capacity = dict(
-        bits_per_param_grid=(2.0, 4.0, 8.0),  # dataset bits / n_params: n per architecture
-        growth=2.0,
-        extend=1,
-        max_rounds=1,
-        exposures=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 4e3, 8e3, 16e3),
-        annealed=(4e3, 8e3),  # each its own run decayed to 0 there: the verdict reads these
-        anneal_schedule="linear",
-        search_exposures=1e3,  # the recipe grid, annealed to 1,000 exposures on the middle size
-        saturation_tol=0.05,
-        plateau_tol=0.05,
-    )
+    # sizes from 2, 4 and 8 dataset bits per parameter; bits read at 10 ... 16,000 exposures, the
+    # annealed 4,000 and 8,000 (the verdict reads these), the recipe grid searched at 1,000 on the
+    # middle size: the defaults of CapacitySettings, where each field is declared
+    c.capacity = defaults(CapacitySettings)
     c.note = "random data: every bit predicted better than chance on the training set was memorized"
     if variant == "labels":
         # n random 10-token inputs over 64 tokens (60 bits: distinct up to n = 2^20), 16 labels each

@@ -94,18 +94,31 @@ def setting(default: Any, rule: Any, *, config_default: Any = dataclasses.MISSIN
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def subsection(cls) -> Any:
+    """A dataclass field that is a nested config section (`config.calibrate.nuts`): the section's
+    own dataclass `cls` holds its settings, so its rules and defaults come from there too."""
+    return dataclasses.field(default_factory=cls, metadata={"rule": None, "section": cls})
+
+
 def rules(cls) -> dict[str, Any]:
-    """The config section's schema: each `setting` field of the dataclass `cls` and its rule."""
-    return {f.name: f.metadata["rule"] for f in dataclasses.fields(cls) if "rule" in f.metadata}
+    """The config section's schema: each `setting` field of the dataclass `cls` and its rule (a
+    nested `subsection` contributes its own schema, which `check_tree` checks as a sub-section)."""
+    return {
+        f.name: rules(f.metadata["section"]) if "section" in f.metadata else f.metadata["rule"]
+        for f in dataclasses.fields(cls)
+        if "rule" in f.metadata
+    }
+
+
+def _config_default(f: dataclasses.Field) -> Any:
+    if "section" in f.metadata:
+        return defaults(f.metadata["section"])
+    return f.metadata.get("config_default", f.default)
 
 
 def defaults(cls, **overrides: Any) -> dict[str, Any]:
     """The config section's defaults, in field order (`overrides` replaces some of them)."""
-    out = {
-        f.name: f.metadata.get("config_default", f.default)
-        for f in dataclasses.fields(cls)
-        if "rule" in f.metadata
-    }
+    out = {f.name: _config_default(f) for f in dataclasses.fields(cls) if "rule" in f.metadata}
     for name in overrides:
         if name not in out:
             raise ConfigError(f"{cls.__name__}.{name}: not a config field; fields: {', '.join(out)}")
@@ -113,8 +126,15 @@ def defaults(cls, **overrides: Any) -> dict[str, Any]:
 
 
 def from_section(cls, section: Any, **extra: Any) -> Any:
-    """The dataclass `cls` from a checked config section (its `setting` fields) and `extra`."""
-    return cls(**{name: section[name] for name in rules(cls)}, **extra)
+    """The dataclass `cls` from a checked config section (its `setting` fields, nested `subsection`s
+    built the same way) and `extra`."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        if "section" in f.metadata:
+            values[f.name] = from_section(f.metadata["section"], section[f.name])
+        elif "rule" in f.metadata:
+            values[f.name] = section[f.name]
+    return cls(**values, **extra)
 
 
 def _range(c) -> str:

@@ -9,14 +9,12 @@ jaxcap.config.registry). A finished run says so and only prints its summary agai
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import ml_collections
 
-from jaxcap.config.base import validate
+from jaxcap.config.base import checked_plan
 from jaxcap.config.plan import Plan
-from jaxcap.config.registry import EXPERIMENTS, check, resolve, setup
+from jaxcap.config.registry import EXPERIMENTS, resolve, setup
 from jaxcap.core import sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
 from jaxcap.experiments.population import identity
@@ -46,8 +44,7 @@ def run(config: ml_collections.ConfigDict, workdir: str):
 def prepare(config: ml_collections.ConfigDict) -> Plan:
     """The run's plan, built once before anything is written: the config validated into typed
     buckets, the experiment's own checks (its checked section rides along), the devices."""
-    plan = validate(config)
-    plan = dataclasses.replace(plan, section=check(config))  # capacity, calibrate, enhance
+    plan = checked_plan(config)  # its section: what the experiment's registry check returns
     check_devices(plan)
     return plan
 

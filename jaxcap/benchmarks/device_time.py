@@ -130,8 +130,8 @@ def calibrate_runs(config) -> list[dict]:
         passes = [(f"{name} grid", values[: design.grid or len(values)])]
         passes += [(f"{name} round {r}", values[:1] * design.per_round) for r in range(1, design.rounds + 1)]
         for label, levels in passes:
-            [(_, family)] = family_configs(config, {name: tuple(sorted(set(levels)))})[name]
-            [bucket] = family.buckets
+            [family] = family_configs(config, {name: tuple(sorted(set(levels)))})[name]
+            [bucket] = family.plan.buckets
             per_level = len(bucket.members) // len(set(levels))
             out.append({**_run(label, bucket, per_level * len(levels), bucket.settings.steps), "reports": 1})
     return out

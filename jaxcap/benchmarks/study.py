@@ -40,6 +40,7 @@ def measure_study(name: str, preset: tuple, trials: int, steps: int, rounds: int
     """Trials per minute of the same study (SQLite storage, checkpoints, evals: the whole sweep
     loop) as one batch of `trials` x 2 seeds vs one trial (2 seeds) at a time; the two alternate
     over `rounds` after an untimed round that compiles both programs, and medians are reported."""
+    from jaxcap.config.base import checked_plan
     from jaxcap.experiments.hpo.sweep import run_sweep
     from jaxcap.results.store import Store
 
@@ -49,7 +50,10 @@ def measure_study(name: str, preset: tuple, trials: int, steps: int, rounds: int
             for mode, batch in (("batched", trials), ("one_at_a_time", 1)):
                 start = time.perf_counter()
                 with contextlib.redirect_stdout(io.StringIO()):
-                    run_sweep(study_config(preset, trials, batch, steps), Store(Path(tmp) / f"{mode}{r}"))
+                    run_sweep(
+                        checked_plan(study_config(preset, trials, batch, steps)),
+                        Store(Path(tmp) / f"{mode}{r}"),
+                    )
                 if r:
                     rates[mode].append(trials * 60 / (time.perf_counter() - start))
     batched, single = (statistics.median(rates[m]) for m in ("batched", "one_at_a_time"))

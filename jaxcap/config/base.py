@@ -7,6 +7,7 @@ config against `schema(config)` before any compile.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ import ml_collections
 
 from jaxcap import fields as checks
 from jaxcap import tasks
-from jaxcap.config.registry import EXPERIMENTS, resolve
+from jaxcap.config.registry import EXPERIMENTS, check, resolve
 from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES, HPARAM_RULES
 from jaxcap.core.runtime import Runtime
 from jaxcap.core.train import EvalSettings, TrainSettings
@@ -94,14 +95,15 @@ def schema(config) -> dict:
         "eval": rules(EvalSettings),
         "runtime": rules(Runtime),
     }
-    for name, experiment in EXPERIMENTS.items():  # the sections an experiment owns (jaxcap.config.registry)
-        for section, schema in experiment.sections:
+    # the sections an experiment owns (jaxcap.config.registry), each generated from its dataclass
+    for name, experiment in EXPERIMENTS.items():
+        for section, owner in experiment.sections:
             if config.get("experiment") == name or section in config:
                 if section == "study" and ("study" not in config or "search" not in config):
                     raise ConfigError(
                         "config.study: missing; hpo configs add it with jaxcap.config.search_space.add_study"
                     )
-                out[section] = dict(resolve(schema))
+                out[section] = rules(resolve(owner))
                 if section == "study":
                     out["search"] = resolve("jaxcap.config.search_space:SearchSpace")()
     return out
@@ -180,7 +182,7 @@ def _check_model_variants(m, task) -> None:
 def validate(config) -> Plan:
     """Raise ConfigError (one line naming the field) for anything a run could not do; else the
     config's `Plan`: its buckets and settings as typed, frozen objects, built once and handed
-    down (the experiment's own checks are `jaxcap.config.registry.check`, run by jaxcap.run)."""
+    down (the experiment's own checks are `jaxcap.config.registry.check`: `checked_plan`)."""
     from jaxcap.config.plan import make_plan, variant_configs  # plan builds tasks; keep `config` light
 
     check_tree("config", config, schema(config))
@@ -201,3 +203,9 @@ def validate(config) -> Plan:
             except ConfigError as e:
                 raise ConfigError(f"config.search.{name}: choice {value!r}: {e}") from None
     return make_plan(config)
+
+
+def checked_plan(config) -> Plan:
+    """`validate`, then the experiment's own check (`jaxcap.config.registry.check`): the plan an
+    experiment is handed, whose `section` is its typed view of the config sections it owns."""
+    return dataclasses.replace(validate(config), section=check(config))

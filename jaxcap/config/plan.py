@@ -57,12 +57,11 @@ class Plan:
     seed: int
     buckets: tuple[Bucket, ...]
     runtime: Runtime
-    # the experiment's own checked section: what its registry `check` returns (calibrate and
-    # enhance: the validated plan of every family); None where it has no check
+    # the experiment's own sections, typed: what its registry `check` returns (hpo: a Sweep,
+    # capacity: a CapacityRun, calibrate and enhance: a Calibration); None where it has no check.
+    # An experiment that derives configs of its own (a round's shapes, a dataset size, a family)
+    # finds the validated config it derives them from there, in one named field with its reason.
     section: Any = None
-    # the validated config itself, for the experiments that derive configs of their own (hpo
-    # rounds, capacity sizes, calibrate families, config.json); the shared path reads only the above
-    config: ml_collections.ConfigDict | None = None
 
     @property
     def devices(self) -> int:
@@ -185,5 +184,4 @@ def make_plan(config: ml_collections.ConfigDict, section: Any = None) -> Plan:
         buckets=make_buckets(config),
         runtime=from_section(Runtime, config.runtime),
         section=section,
-        config=config,
     )

@@ -2,14 +2,14 @@
 
 Each experiment is a `run(plan, store)` that trains (resumably) and writes its results and
 report, a `report(store) -> [paths]` that rebuilds the report from the workdir alone (what
-`python -m jaxcap.report --workdir D` calls), the config sections it owns with their schemas,
-optionally a `check(config)` for what those schemas cannot see (run before the first write into
-the workdir; what it returns is the plan's `section`, the experiment's own checked view), and
-optionally a `setup(config)` that must run before JAX starts (calibrate: one CPU device per NUTS
-chain). Names are strings, "module:attribute", imported only when used (big_vision's
-registry): the config layer knows every experiment without importing one, so checking a config
-never imports a trainer, Optuna or NumPyro it does not need, and imports point one way
-(tests/test_layers.py).
+`python -m jaxcap.report --workdir D` calls), the config sections it owns with the dataclass
+that declares each (defaults and rules: `jaxcap.fields.setting`), optionally a `check(config)`
+for what those rules cannot see (run before the first write into the workdir; what it returns is
+the plan's `section`, the experiment's own typed view of its sections), and optionally a
+`setup(config)` that must run before JAX starts (calibrate: one CPU device per NUTS chain).
+Names are strings, "module:attribute", imported only when used (big_vision's registry): the
+config layer knows every experiment without importing one, so checking a config never imports a
+trainer, Optuna or NumPyro it does not need, and imports point one way (tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 class Experiment:
     run: str  # (plan, store) -> results (jaxcap.config.plan.Plan)
     report: str  # store -> files written under report/
-    sections: tuple[tuple[str, str], ...] = ()  # (config section, its schema)
+    sections: tuple[tuple[str, str], ...] = ()  # (config section, the dataclass declaring it)
     setup: str = ""  # (config) -> None, before JAX initializes its backends
     check: str = ""  # (config) -> the checked section, or ConfigError; before any write
 
@@ -37,25 +37,26 @@ EXPERIMENTS: dict[str, Experiment] = {
     "hpo": Experiment(  # Optuna studies
         "jaxcap.experiments.hpo.sweep:hpo_experiment",
         "jaxcap.experiments.hpo.report:hpo_report",
-        (("study", "jaxcap.config.search_space:STUDY_SCHEMA"),),
+        (("study", "jaxcap.config.search_space:StudySettings"),),
+        check="jaxcap.experiments.hpo.study:check",  # the study, its search space and levels
     ),
     "capacity": Experiment(  # memorization capacity against exposures per item
         "jaxcap.experiments.capacity.run:capacity_experiment",
         "jaxcap.experiments.capacity.report:write_report",
-        (("capacity", "jaxcap.experiments.capacity.sizes:SCHEMA"),),
+        (("capacity", "jaxcap.experiments.capacity.populations:CapacitySettings"),),
         check="jaxcap.experiments.capacity.populations:check",  # every size it may reach trains
     ),
     "calibrate": Experiment(  # the meta-model pipeline
         f"{_CALIBRATE}:calibrate_experiment",
         f"{_CALIBRATE}:calibrate_report",
-        (("calibrate", "jaxcap.experiments.calibrate.config:SCHEMA"),),
+        (("calibrate", "jaxcap.experiments.calibrate.config:CalibrateSettings"),),
         setup=f"{_CALIBRATE}:setup",
-        check="jaxcap.experiments.calibrate.config:family_configs",  # every family validates
+        check="jaxcap.experiments.calibrate.config:check",  # every family validates
     ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
         "jaxcap.experiments.enhance.run:enhance_experiment",
         "jaxcap.experiments.enhance.run:enhance_report",
-        (("calibrate", "jaxcap.experiments.calibrate.config:SCHEMA"),),
+        (("calibrate", "jaxcap.experiments.calibrate.config:CalibrateSettings"),),
         setup=f"{_CALIBRATE}:setup",
         check="jaxcap.experiments.enhance.variants:check",  # every family, every variant a model change
     ),

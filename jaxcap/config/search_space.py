@@ -11,7 +11,8 @@ overridable from the command line (`--config.search.learning_rate="('float',1e-4
 A name is either a per-member hyperparameter (`learning_rate`, `weight_decay`, `dropout`,
 `warmup_steps`, `b2`, `init_scale`, `label_smoothing`): a traced HParams value, so a new batch
 of trials never recompiles; or a model field (`d_model`, `n_heads`, `pos_encoding`, ...):
-shape-changing, so trials that differ in it train as separate populations (buckets).
+shape-changing, so trials that differ in it train as separate populations (buckets). Where the
+study is stored (`study.storage`) is checked by jaxcap/config/storage.py.
 
 [1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
     arXiv:1907.10902.
@@ -21,14 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import ml_collections
 
+from jaxcap.config.storage import check_storage_location, check_url, storage_ok
 from jaxcap.core.population import HPARAM_NAMES
-from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str
+from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, defaults, setting
 from jaxcap.models.config import MODEL_FIELDS
 
 SAMPLERS = ("tpe", "gp", "random", "qmc", "nsga2")
@@ -38,42 +38,32 @@ KINDS = ("float", "int", "categorical")
 
 MAX_TRIALS = 10_000
 
-STUDY_SCHEMA = {
+
+@dataclasses.dataclass(frozen=True)
+class StudySettings:
+    """The `study` section of an hpo config, declared once: each `setting` is the field's default
+    and rule, and `config.study` (`add_study`) and its schema are generated from them."""
+
     # the budget of each study (one study per task level), queued trial by trial when a study is
     # created (milliseconds each): bounded so that a typo cannot queue for minutes
-    "n_trials": Int(1, MAX_TRIALS),
-    "batch_trials": Int(1),  # trials asked per study per round: B, so a round has B x seeds members
-    "sampler": Choice(SAMPLERS),
-    "n_startup_trials": Int(0),  # random trials before TPE / GP model the objective
-    "pruner": Choice(PRUNERS),
-    "prune_startup_trials": Int(0),  # median pruner: finished trials before it prunes anything
-    "prune_warmup_steps": Int(0),  # median pruner: no pruning before this training step
-    "objective": Choice(OBJECTIVES),
-    "gap_penalty": Float(0.0),  # penalized: val metric - gap_penalty * max(gap, 0)
-    "storage": Str(),  # '' = sqlite study.db in the workdir; 'journal'; an RDB URL; a .log/.db path
-    "name": Str(),  # study name prefix ('' = the task family)
-    "baseline": Bool(),  # enqueue the config's own hyperparameters as the first trial
-}
+    n_trials: int = setting(16, Int(1, MAX_TRIALS))
+    batch_trials: int = setting(8, Int(1))  # trials asked per study per round: B x seeds members
+    sampler: str = setting("tpe", Choice(SAMPLERS))
+    n_startup_trials: int = setting(8, Int(0))  # random trials before TPE / GP model the objective
+    pruner: str = setting("median", Choice(PRUNERS))
+    prune_startup_trials: int = setting(4, Int(0))  # median pruner: finished trials before it prunes
+    prune_warmup_steps: int = setting(0, Int(0))  # median pruner: no pruning before this training step
+    objective: str = setting("penalized", Choice(OBJECTIVES))
+    gap_penalty: float = setting(0.5, Float(0.0))  # penalized: val metric - gap_penalty * max(gap, 0)
+    # '' = sqlite study.db in the workdir; 'journal'; an RDB URL; a .log/.db path
+    storage: str = setting("", Str())
+    name: str = setting("", Str())  # study name prefix ('' = the task family)
+    baseline: bool = setting(True, Bool())  # enqueue the config's own hyperparameters as the first trial
 
 
 def study_defaults() -> ml_collections.ConfigDict:
     """The `study` section every HPO config starts from (override fields, never copy it)."""
-    return ml_collections.ConfigDict(
-        dict(
-            n_trials=16,
-            batch_trials=8,
-            sampler="tpe",
-            n_startup_trials=8,
-            pruner="median",
-            prune_startup_trials=4,
-            prune_warmup_steps=0,
-            objective="penalized",
-            gap_penalty=0.5,
-            storage="",
-            name="",
-            baseline=True,
-        )
-    )
+    return ml_collections.ConfigDict(defaults(StudySettings))
 
 
 def add_study(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -178,95 +168,6 @@ class SearchSpace:
         if not hasattr(value, "keys"):
             raise ConfigError(f"{path}: got {value!r}; allowed: a section of name = (kind, low, high, log)")
         parse_space(value)
-
-
-def storage_ok(spec: str) -> bool:
-    """'' (SQLite study.db in the workdir), 'journal', an RDB URL, or a .db / .log file path."""
-    return spec in ("", "journal") or "://" in spec or spec.endswith((".db", ".log"))
-
-
-def check_url(url: str) -> None:
-    """An RDB URL that SQLAlchemy can parse, with a dialect it knows and its driver installed."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    allowed = "e.g. sqlite:///path.db, postgresql+psycopg2://user@host/db (pip install psycopg2-binary)"
-    try:
-        parsed = make_url(url)
-        shown = parsed.render_as_string(hide_password=True)
-        dialect = parsed.get_dialect()
-    except (ArgumentError, NoSuchModuleError, ValueError) as e:
-        shown = url.split("://")[0] + "://…"
-        raise ConfigError(
-            f"config.study.storage: got {shown!r}, which SQLAlchemy cannot use ({e}); allowed: {allowed}"
-        ) from None
-    try:
-        dialect.import_dbapi()
-    except ImportError as e:
-        raise ConfigError(
-            f"config.study.storage: got {shown!r}, whose driver is not installed ({e}); allowed: {allowed}"
-        ) from None
-
-
-def storage_file(spec: str) -> Path | None:
-    """The file of a storage spec that names one outside the workdir (a path, a sqlite URL)."""
-    if spec in ("", "journal"):
-        return None
-    if "://" not in spec:
-        return Path(spec)
-    if spec.startswith("sqlite"):
-        from sqlalchemy.engine import make_url
-
-        database = make_url(spec).database
-        return Path(database) if database and database != ":memory:" else None
-    return None
-
-
-def check_server(url: str) -> None:
-    """A database server that answers (PostgreSQL, MySQL), checked before the workdir is written."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.exc import SQLAlchemyError
-
-    engine = create_engine(url)
-    try:
-        engine.connect().close()
-    except SQLAlchemyError as e:
-        shown = engine.url.render_as_string(hide_password=True)
-        reason = (str(getattr(e, "orig", None) or e).strip().splitlines() or [type(e).__name__])[0][:160]
-        raise ConfigError(
-            f"config.study.storage: cannot connect to {shown} ({reason}); allowed: a reachable server "
-            "(check host, port, user, password and database)"
-        ) from None
-    finally:
-        engine.dispose()
-
-
-def check_storage_location(spec: str) -> None:
-    """A storage file this process can create or write, checked before the workdir is written (a
-    probe file is made and removed again where the storage's file would be created), or a server
-    that answers."""
-    if "://" in spec and not spec.startswith("sqlite"):
-        return check_server(spec)
-    path = storage_file(spec)
-    if path is None:
-        return
-    allowed = "a file path in a writable directory"
-    if path.is_dir():
-        raise ConfigError(f"config.study.storage: {path} is a directory; allowed: {allowed}")
-    try:
-        if path.exists():
-            open(path, "ab").close()  # appends nothing: only asks for write access
-            return
-        ancestor = next(p for p in path.absolute().parents if p.exists())
-        if not ancestor.is_dir():
-            raise ConfigError(
-                f"config.study.storage: {path} is under a file ({ancestor}); allowed: {allowed}"
-            )
-        tempfile.TemporaryFile(dir=ancestor).close()
-    except OSError as e:
-        raise ConfigError(
-            f"config.study.storage: cannot write {path} ({e.strerror}); allowed: {allowed}"
-        ) from None
 
 
 def suggest(trial, space: list[Param]) -> tuple[dict[str, float], dict[str, Any]]:

@@ -19,14 +19,17 @@ import dataclasses
 
 import numpy as np
 
+from jaxcap.fields import Int, setting
 from jaxcap.meta.data import Table
 
 
 @dataclasses.dataclass(frozen=True)
 class Design:
-    grid: int = 0  # levels of the coarse pass; 0 = train every candidate (no bisection)
-    rounds: int = 0  # bisection rounds after it
-    per_round: int = 1  # levels added per family and round
+    """config.calibrate.design: each `setting` is a field's default and its config rule."""
+
+    grid: int = setting(0, Int(0, 1000))  # levels of the coarse pass; 0 = train every candidate
+    rounds: int = setting(0, Int(0, 20))  # bisection rounds after it
+    per_round: int = setting(1, Int(1, 100))  # levels added per family and round
 
 
 def spanning_grid(bits: list[float], n: int) -> list[int]:

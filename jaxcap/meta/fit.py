@@ -27,6 +27,7 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS, log_likelihood
 from tqdm import tqdm
 
+from jaxcap.fields import Float, Int, setting
 from jaxcap.meta import model as metamodel
 from jaxcap.meta.cells import FOLD_KEYS, arch_design, cell_data, choose_reference, stack_folds
 from jaxcap.meta.data import Table
@@ -40,11 +41,13 @@ RHAT_MAX, ESS_MIN, DIVERGENCE_RATE_MAX = 1.01, 400, 0.001
 
 @dataclasses.dataclass(frozen=True)
 class NutsSettings:
-    warmup: int = 1000
-    samples: int = 1000
-    chains: int = 4
-    target_accept: float = 0.95
-    seed: int = 0
+    """config.calibrate.nuts: each `setting` is a field's default and its config rule."""
+
+    warmup: int = setting(1000, Int(1))
+    samples: int = setting(1000, Int(1))
+    chains: int = setting(4, Int(1, 64))
+    target_accept: float = setting(0.95, Float(0.5, 0.999))
+    seed: int = setting(0, Int(0))
 
 
 def reserve_chain_devices(chains: int) -> bool:

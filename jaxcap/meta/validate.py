@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from jaxcap.fields import Bool, Choice, Int, TupleOf, setting
 from jaxcap.meta import baselines as meta_baselines
 from jaxcap.meta import splits as meta_splits
 from jaxcap.meta.cells import cell_data, cells, reference_of, stack_folds
@@ -37,10 +38,13 @@ DESIGNS = ("levels", "top", "families", "archs")
 
 @dataclasses.dataclass(frozen=True)
 class ValidationSettings:
-    folds: int = 4  # K of the levels design; 0 = no levels design
-    seeds: tuple[int, ...] = (1, 2, 3)  # fold seeds of the levels design (0 is development)
-    designs: tuple[str, ...] = DESIGNS
-    development: bool = False  # score the development split (fold seed 0) only
+    """config.calibrate.validation: each `setting` is a field's default and its config rule."""
+
+    folds: int = setting(4, Int(0, 100))  # K of the levels design; 0 = no levels design
+    # fold seeds of the levels design (0 is development: meta_splits.DEV_SEED)
+    seeds: tuple[int, ...] = setting((1, 2, 3), TupleOf(Int(1)))
+    designs: tuple[str, ...] = setting(DESIGNS, TupleOf(Choice(DESIGNS)))
+    development: bool = setting(False, Bool())  # score the development split (fold seed 0) only
 
     def __post_init__(self):
         if not self.development and meta_splits.DEV_SEED in self.seeds:

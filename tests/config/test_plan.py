@@ -7,7 +7,7 @@ import pytest
 from jaxcap.config.base import base_config, validate
 from jaxcap.config.plan import Bucket, Plan, parse_overrides, variant_configs
 from jaxcap.config.registry import EXPERIMENTS, resolve
-from jaxcap.fields import ConfigError
+from jaxcap.fields import ConfigError, rules
 
 
 def _config(*buckets):
@@ -25,7 +25,7 @@ def test_every_registered_name_resolves():
     for name, experiment in EXPERIMENTS.items():
         assert callable(resolve(experiment.run)) and callable(resolve(experiment.report)), name
         for section, schema in experiment.sections:
-            assert isinstance(resolve(schema), dict), (name, section)
+            assert dataclasses.is_dataclass(resolve(schema)) and rules(resolve(schema)), (name, section)
         assert not experiment.setup or callable(resolve(experiment.setup)), name
 
 

@@ -16,7 +16,7 @@ from helpers import killer, run_killed_then_resumed, start
 from helpers import objective as _objective
 from optuna.trial import TrialState
 
-from jaxcap.config.base import base_config, validate
+from jaxcap.config.base import base_config, checked_plan, validate
 from jaxcap.config.search_space import add_study
 from jaxcap.core.population import HPARAM_NAMES, stack
 from jaxcap.experiments.hpo import rounds, sweep
@@ -48,7 +48,7 @@ def test_a_round_is_trials_times_seeds_members_with_the_suggested_values(tmp_pat
     studies = study_lib.open_studies(c, tmp_path, "modulo", True)
     trials = [(lv, t) for lv, s in enumerate(studies) for t in rounds.claim(s, 3, "me", "r0")]
     assert len(trials) == 2 * 3  # levels x batch
-    planned = sweep.plan_round(c, studies, "r0", trials, study_lib.levels(c))
+    planned = sweep.plan_round(checked_plan(c), studies, "r0", trials)
     assert sum(len(b.members) for b, _ in planned) == 2 * 3 * 2  # x seeds
     shapes = set()
     for bucket, group in planned:
@@ -117,7 +117,7 @@ def test_tell_gets_seed_means_and_pruned_trials_stop_updating(tmp_path, monkeypa
     c.search.weight_decay = ("float", 0.0, 0.5)
     validate(c)
     store = Store(tmp_path)
-    (study,) = sweep.run_sweep(c, store)
+    (study,) = sweep.run_sweep(checked_plan(c), store)
     rows = store.member_rows()
     assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.PRUNED] * 2
     for trial in study.trials:
@@ -146,7 +146,7 @@ def test_a_batched_study_beats_a_bad_baseline_learning_rate(tmp_path):
     c.search.learning_rate = ("float", 1e-5, 3e-2, True)
     c.study.pruner = "none"
     validate(c)
-    (study,) = sweep.run_sweep(c, Store(tmp_path))
+    (study,) = sweep.run_sweep(checked_plan(c), Store(tmp_path))
     baseline = next(t for t in study.trials if t.user_attrs.get("baseline"))
     best = study.best_trial
     assert baseline.params["learning_rate"] == 1e-5 and len(study.trials) == 8
@@ -161,7 +161,7 @@ def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path)
     c.study.sampler = "random"
     validate(c)
     store = Store(tmp_path / "mixed")
-    (study,) = sweep.run_sweep(c, store)
+    (study,) = sweep.run_sweep(checked_plan(c), store)
     for trial in study.trials:
         bad = trial.params["learning_rate"] == 1e35
         assert trial.state == (TrialState.FAIL if bad else TrialState.COMPLETE)
@@ -175,7 +175,7 @@ def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path)
     assert evals[True] and all(r["chunk_loss"] is None and r["grad_norm"] is None for r in evals[True])
     assert all(r["chunk_loss"] > 0 and r["grad_norm"] > 0 for r in evals[False])  # never 0.0 for a gap
     c.search.learning_rate = ("categorical", 1e35, 1e36)  # every member diverges: the round ends
-    (study,) = sweep.run_sweep(c, store := Store(tmp_path / "all"))
+    (study,) = sweep.run_sweep(checked_plan(c), store := Store(tmp_path / "all"))
     assert {t.state for t in study.trials} == {TrialState.FAIL}
     assert {r["steps"] for r in store.member_rows()} == {10}  # stopped at the first eval
 
@@ -192,7 +192,7 @@ def test_samplers_pruners_and_objectives_finish_their_budget(tmp_path, sampler, 
     validate(c)
     store = Store(tmp_path)
     store.write_config(c.to_dict())
-    for study in sweep.run_sweep(c, store):
+    for study in sweep.run_sweep(checked_plan(c), store):
         assert len(study.trials) == 4 and all(t.state.is_finished() for t in study.trials)
         for t in study.trials:
             if t.state == TrialState.COMPLETE:
@@ -255,7 +255,7 @@ def _trials(workdir):
 @pytest.fixture(scope="module")
 def straight_sweep(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("straight")
-    sweep.run_sweep(_phases_config(), Store(workdir))
+    sweep.run_sweep(checked_plan(_phases_config()), Store(workdir))
     return workdir
 
 
@@ -283,7 +283,10 @@ def _sweep_phases():
 def test_a_sweep_killed_at_any_phase_resumes_to_the_same_trials(tmp_path, monkeypatch, straight_sweep, phase):
     """Kill anywhere in a round, rerun: the same trials (params, values), byte-identical tables."""
     run_killed_then_resumed(
-        monkeypatch, lambda w: sweep.run_sweep(_phases_config(), Store(w)), tmp_path, _sweep_phases()[phase]
+        monkeypatch,
+        lambda w: sweep.run_sweep(checked_plan(_phases_config()), Store(w)),
+        tmp_path,
+        _sweep_phases()[phase],
     )
     assert _trials(tmp_path) == _trials(straight_sweep)
     for name in ("members.jsonl", "evals.jsonl"):

@@ -1,4 +1,5 @@
-"""Config of the `calibrate` experiment: its schema, and one population config per family.
+"""Config of the `calibrate` experiment: its section, declared once (`CalibrateSettings`), and one
+population config per family, validated into the plans the experiment trains (`check`).
 
 A family entry is data:
 
@@ -18,6 +19,11 @@ trains one family's workdir. "grid" is `jaxcap.run.train_all` (every member of t
 with the `config.study` settings (configs/calibrate.py:hpo), writing best_trials.jsonl, which
 `meta_data` prefers. The hpo experiment makes its own buckets from the search space, so a family
 whose levels or architectures are buckets gets one sub-workdir per bucket (`b<i>`).
+
+Family configs are the one place the calibrate experiment builds ConfigDicts: a family's config
+is the top-level config's model, hparams, train and sweep with its own task, and a design pass
+picks its levels only once earlier passes have trained, so `Calibration` keeps the validated
+top-level config to build them from (and each run's config.json records its config).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import ml_collections
 
@@ -32,10 +39,12 @@ from jaxcap import tasks
 from jaxcap.config import base as config_lib
 from jaxcap.config.plan import Plan, parse_overrides, variant_configs
 from jaxcap.config.search_space import add_study
-from jaxcap.experiments.population import population_experiment
-from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, TupleOf
+from jaxcap.experiments.population import identity, population_experiment
+from jaxcap.fields import Choice, ConfigError, Str, TupleOf, from_section, setting, subsection
+from jaxcap.meta.design import Design
 from jaxcap.meta.difficulty import covariate
-from jaxcap.meta.validate import DESIGNS
+from jaxcap.meta.fit import NutsSettings
+from jaxcap.meta.validate import ValidationSettings
 from jaxcap.results.store import Store
 
 
@@ -126,28 +135,53 @@ class CapacityWorkdir:
             )
 
 
-SCHEMA = {
-    "families": Families(),
-    "architectures": TupleOf(Str()),
-    "workdirs": TupleOf(Str()),
-    "search": Choice(tuple(SEARCHES)),
-    "reference": Str(),
-    "capacity_workdir": CapacityWorkdir(),
-    "nuts": {
-        "warmup": Int(1),
-        "samples": Int(1),
-        "chains": Int(1, 64),
-        "target_accept": Float(0.5, 0.999),
-        "seed": Int(0),
-    },
-    "validation": {
-        "folds": Int(0, 100),
-        "seeds": TupleOf(Int(1)),  # fold seed 0 is the development split (meta_splits.DEV_SEED)
-        "designs": TupleOf(Choice(DESIGNS)),
-        "development": Bool(),
-    },
-    "design": {"grid": Int(0, 1000), "rounds": Int(0, 20), "per_round": Int(1, 100)},
-}
+@dataclasses.dataclass(frozen=True)
+class CalibrateSettings:
+    """config.calibrate: each `setting` is a field's default and rule (nested sections: their own
+    dataclasses'), and the config section and its schema are generated from them."""
+
+    families: Any = setting(None, Families())  # name -> dict(task=..., levels=..., overrides=...)
+    architectures: tuple[str, ...] = setting(("",), TupleOf(Str()))  # bucket-style; "" is config.model
+    workdirs: tuple[str, ...] = setting((), TupleOf(Str()))  # finished workdirs whose rows join the table
+    search: str = setting("grid", Choice(tuple(SEARCHES)))
+    reference: str = setting("random_labels", Str())  # the family whose theta is fixed to 1
+    # a capacity run of the same architecture: C in bits at saturation
+    capacity_workdir: str = setting("", CapacityWorkdir())
+    nuts: NutsSettings = subsection(NutsSettings)
+    validation: ValidationSettings = subsection(ValidationSettings)
+    design: Design = subsection(Design)
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyRun:
+    """One training pass of a family: its sub-workdir, its checked plan and its config.json."""
+
+    part: str  # '' or the bucket's sub-workdir b<i> (an Optuna search per bucket)
+    plan: Plan
+    record: dict  # what config.json records: `identity` of the family's derived config
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The calibrate (and enhance) experiment's checked section, `plan.section`."""
+
+    settings: CalibrateSettings
+    families: dict[str, list[FamilyRun]]  # every family's runs at its listed levels
+    config: ml_collections.ConfigDict  # the validated top-level config (see the module docstring)
+
+    def runs(self, name: str, values: list) -> list[FamilyRun]:
+        """A family's runs at the level `values` a design pass chose."""
+        return family_configs(self.config, {name: values})[name]
+
+    def candidate_bits(self, name: str) -> tuple[list, list[float]]:
+        return candidate_bits(self.config, name)
+
+
+def check(config: ml_collections.ConfigDict) -> Calibration:
+    """The calibrate experiment's registry check: every family validates; its `Calibration`."""
+    settings = from_section(CalibrateSettings, config.calibrate)
+    settings = dataclasses.replace(settings, families=config.calibrate.families.to_dict())
+    return Calibration(settings, family_configs(config), config)
 
 
 def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.ConfigDict) -> list:
@@ -168,11 +202,10 @@ def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.Config
 
 def family_configs(
     config: ml_collections.ConfigDict, levels: dict[str, tuple] | None = None
-) -> dict[str, list[tuple[str, Plan]]]:
-    """Every family's [(sub-workdir, plan)] to train, each validated (one-line errors name the
-    field): the plan of its population config, or with search='optuna' of one hpo config per
-    bucket (`plan.config` is the derived config). `levels[name]`, when given, replaces the
-    family's level values (one design pass). The calibrate experiment's registry check."""
+) -> dict[str, list[FamilyRun]]:
+    """Every family's runs to train, each validated and checked as a run of its own (one-line
+    errors name the field): its population config, or with search='optuna' one hpo config per
+    bucket. `levels[name]`, when given, replaces the family's level values (one design pass)."""
     if config.calibrate.search == "optuna" and ("study" not in config or "search" not in config):
         raise ConfigError(
             "config.study: missing; config.calibrate.search='optuna' needs the study and search "
@@ -188,7 +221,7 @@ def family_configs(
                 entry = {**entry, "levels": {field: tuple(levels[name])}}
             derived = family_config(config, name, entry)
             runs = [("", derived)] if config.calibrate.search == "grid" else study_configs(config, derived)
-            runs = [(part, config_lib.validate(run)) for part, run in runs]
+            runs = [FamilyRun(part, config_lib.checked_plan(run), identity(run)) for part, run in runs]
         except ConfigError as e:
             message = str(e)
             raise ConfigError(

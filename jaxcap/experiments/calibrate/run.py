@@ -28,8 +28,7 @@ import ml_collections
 
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate import anchor as calibrate_anchor
-from jaxcap.experiments.calibrate.config import SCHEMA, SEARCHES, candidate_bits, family_configs  # noqa: F401
-from jaxcap.experiments.population import identity
+from jaxcap.experiments.calibrate.config import SEARCHES, Calibration, FamilyRun
 from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import design as meta_design
@@ -43,35 +42,31 @@ from jaxcap.meta import validate as meta_validate
 from jaxcap.results.store import Store, clean, write_atomic
 
 
-def _train(config: ml_collections.ConfigDict, root: Path, runs: list[tuple[str, Plan]]) -> list[Path]:
-    """Train one family's runs [(part, plan)] under `root`; their workdirs."""
+def _train(search: str, root: Path, runs: list[FamilyRun]) -> list[Path]:
+    """Train one family's runs under `root` with the level search `search`; their workdirs."""
     out = []
-    for part, plan in runs:
-        sub = Store(root / part)
-        sub.write_config(identity(plan.config))
+    for run in runs:
+        sub = Store(root / run.part)
+        sub.write_config(run.record)
         print(f"== family pass {sub.root}", flush=True)
-        SEARCHES[config.calibrate.search](plan, sub)
+        SEARCHES[search](run.plan, sub)
         out.append(sub.root)
     return out
 
 
 def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
     """Every family's passes (resumable): the workdirs, and those of bisection passes."""
-    config = plan.config
-    design = meta_design.Design(**config.calibrate.design.to_dict())
-    # every family's plan, validated by the registry check before the first write
-    every = plan.section if plan.section is not None else family_configs(config)
+    cal: Calibration = plan.section  # every family's runs, checked by the registry check
+    design, search = cal.settings.design, cal.settings.search
     workdirs, boundary = [], set()
-    for name, runs in every.items():
+    for name, runs in cal.families.items():
         root = store.root / "families" / name
         if not design.grid:
-            workdirs += _train(config, root, runs)
+            workdirs += _train(search, root, runs)
             continue
-        values, bits = candidate_bits(config, name)
+        values, bits = cal.candidate_bits(name)
         chosen = meta_design.spanning_grid(bits, design.grid)
-        mine = _train(
-            config, root / "grid", family_configs(config, {name: [values[i] for i in chosen]})[name]
-        )
+        mine = _train(search, root / "grid", cal.runs(name, [values[i] for i in chosen]))
         for r in range(1, design.rounds + 1):
             table = meta_data.load_table(mine)
             rates = meta_design.level_rates(table, table.families[0])
@@ -81,8 +76,7 @@ def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
                 break
             picked = [values[i] for i in new]
             print(f"== {name}: bisection round {r} adds {picked}", flush=True)
-            runs = family_configs(config, {name: picked})[name]
-            added = _train(config, root / f"boundary{r}", runs)
+            added = _train(search, root / f"boundary{r}", cal.runs(name, picked))
             boundary |= {str(w) for w in added}
             mine += added
         workdirs += mine
@@ -113,7 +107,7 @@ def setup(config: ml_collections.ConfigDict) -> None:
 
 def calibrate_experiment(plan: Plan, store: Store) -> dict:
     """Train every family (resumable), fit, validate, report; returns the summary."""
-    cal = plan.config.calibrate
+    cal = plan.section.settings
     workdirs, boundary = train_families(plan, store)
     workdirs += [Path(w) for w in cal.workdirs]
     table = meta_data.load_table(workdirs)
@@ -132,7 +126,7 @@ def calibrate_experiment(plan: Plan, store: Store) -> dict:
                 flush=True,
             )
 
-    nuts = meta_fit.NutsSettings(**cal.nuts.to_dict())
+    nuts = cal.nuts
     found = calibrate_anchor.find(table, cal.capacity_workdir) if cal.capacity_workdir else None
     stamp = _as_saved({**_stamp(table, nuts, cal.reference), **calibrate_anchor.stamp(found)})
     posterior_path = store.root / "posterior.nc"
@@ -154,10 +148,9 @@ def calibrate_experiment(plan: Plan, store: Store) -> dict:
 
     validation_path = store.root / "validation.json"
     valid = json.loads(validation_path.read_text()) if validation_path.exists() else {}
-    vstamp = _as_saved({**stamp, "validation": cal.validation.to_dict()})
+    vstamp = _as_saved({**stamp, "validation": dataclasses.asdict(cal.validation)})
     if valid.get("stamp") != vstamp:
-        settings = meta_validate.ValidationSettings(**cal.validation.to_dict())
-        valid = {**meta_validate.validate(table, nuts, settings, cal.reference), "stamp": vstamp}
+        valid = {**meta_validate.validate(table, nuts, cal.validation, cal.reference), "stamp": vstamp}
         write_atomic(validation_path, json.dumps(clean(valid)) + "\n")
     written = calibrate_report(store)
     print(meta_summary.headline(posterior, valid), flush=True)

@@ -8,7 +8,9 @@ size is one population (`size_bucket`): the constant-rate run to the last budget
 program per schedule. `check` refuses, in one line naming the field, what could not measure
 capacity: a task that is not random data, a sequence task without causal attention, a decay under
 the constant-rate run, a budget `train.steps` cannot reach, a first eval after the last budget,
-and the recipe settings `recipe.check` refuses.
+and the recipe settings `recipe.check` refuses. What it returns, the plan's `section`, is the
+`capacity` section as a typed `CapacitySettings` (declared once, below) with the one thing that
+still reads the config: the derivation of each size's population.
 """
 
 from __future__ import annotations
@@ -18,12 +20,54 @@ import dataclasses
 import ml_collections
 
 from jaxcap.config.plan import Bucket, make_buckets, variant_configs
+from jaxcap.core.train import SCHEDULES
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.fields import ConfigError
+from jaxcap.fields import Choice, ConfigError, Float, Int, TupleOf, from_section, setting
 from jaxcap.models import param_count
 from jaxcap.tasks.random_data import RandomData
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacitySettings:
+    """config.capacity: the dataset sizes, how they grow, and when a curve counts as flat. Each
+    `setting` is a field's default and rule; the config section and its schema derive from them."""
+
+    # dataset sizes per architecture, as dataset bits per parameter (empty: sweep.task.dataset_size)
+    bits_per_param_grid: tuple[float, ...] = setting((2.0, 4.0, 8.0), TupleOf(Float(0.0, 1e6)))
+    growth: float = setting(2.0, Float(1.01, 16.0))  # factor between successive sizes of an extension
+    extend: int = setting(1, Int(1, 16))  # sizes added per extension round
+    max_rounds: int = setting(1, Int(1, 16))  # 1: only the configured sizes
+    # exposure budgets (times each training item is seen), ascending: where bits stored are read
+    exposures: tuple[float, ...] = setting(
+        (10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 4e3, 8e3, 16e3), TupleOf(Float(1.0, 1e7))
+    )
+    # relative gain over the last doubling of exposures: flat below
+    saturation_tol: float = setting(0.05, Float(0.0, 1.0))
+    # budgets each trained as its own run, the rate decaying to 0 exactly there (recipe.py); ()
+    annealed: tuple[float, ...] = setting((4e3, 8e3), TupleOf(Float(1.0, 1e7)))
+    anneal_schedule: str = setting("linear", Choice(SCHEDULES))  # the decay's shape: linear or cosine
+    # > 0: search sweep.hparams' recipes, annealed to this many exposures on the middle size
+    search_exposures: float = setting(1e3, Float(0.0, 1e7))
+    plateau_tol: float = setting(0.05, Float(0.0, 10.0))  # gain of the largest size below which n plateaued
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityRun:
+    """The capacity experiment's checked section (`check` returns it as `plan.section`)."""
+
+    settings: CapacitySettings
+    # The one ConfigDict of a capacity run. Each size is a population whose task, hparams and
+    # schedule differ from the config's, and a bucket is built from a config (make_buckets), so
+    # every size derives from the validated config (`size_bucket`), here and nowhere else.
+    config: ml_collections.ConfigDict
+
+    def first_sizes(self, label: str) -> list[int]:
+        return first_sizes(self.config, label)
+
+    def size_bucket(self, arch: int, label: str, sizes: list[int], size: int, *args, **kwargs) -> Bucket:
+        return size_bucket(self.config, arch, label, sizes, size, *args, **kwargs)
 
 
 def first_sizes(config: ml_collections.ConfigDict, label: str) -> list[int]:
@@ -44,9 +88,10 @@ def largest_size(config: ml_collections.ConfigDict, label: str) -> int:
     return max(sizes)
 
 
-def check(config: ml_collections.ConfigDict) -> None:
+def check(config: ml_collections.ConfigDict) -> CapacityRun:
     """What `config.validate` cannot know: the task suits the experiment at every size it may
-    reach, and every size reaches the last exposure budget within `train.steps`."""
+    reach, and every size reaches the last exposure budget within `train.steps`. Returns the
+    run's typed section."""
     budgets = tuple(config.capacity.exposures)
     if not budgets or any(b <= a for a, b in zip(budgets, budgets[1:])):
         raise ConfigError(
@@ -90,6 +135,7 @@ def check(config: ml_collections.ConfigDict) -> None:
                 f"{int(budgets[-1] * smallest // t.batch_size)} (the first eval must come before "
                 f"n = {smallest} reaches the last budget, {budgets[-1]:g} exposures)"
             )
+    return CapacityRun(from_section(CapacitySettings, config.capacity), config)
 
 
 def _only(config: ml_collections.ConfigDict, label: str, sizes: list[int] | None = None):

@@ -27,20 +27,17 @@ import json
 import time
 
 import jax
-import ml_collections
 import numpy as np
 
-from jaxcap.config.plan import Bucket, Plan, variant_configs
+from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
-from jaxcap.core.runtime import Runtime
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.experiments.capacity.populations import check, first_sizes, size_bucket  # noqa: F401
-from jaxcap.fields import from_section
+from jaxcap.experiments.capacity.populations import CapacitySettings, check  # noqa: F401
 from jaxcap.models import param_count
 from jaxcap.results.records import Cursor
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
@@ -73,7 +70,7 @@ def measure(
     store: Store,
     arch: int,
     round_: int,
-    cap: ml_collections.ConfigDict,
+    cap: CapacitySettings,
     budget: float | None = None,
     schedule: str = "constant",
     devices: int = 0,
@@ -148,7 +145,7 @@ def _bpp(points: list[dict]) -> str:
 
 
 def train_size(
-    config,
+    plan: Plan,
     store: Store,
     bucket: Bucket,
     arch: int,
@@ -158,9 +155,8 @@ def train_size(
 ) -> list[dict]:
     """Train (or resume) one size to the last exposure budget (or its annealed `budget`) and
     measure it."""
-    cap, tic = config.capacity, time.time()
+    cap, runtime, tic = plan.section.settings, plan.runtime, time.time()
     sizes = [int(m.knobs["dataset_size"]) for m in bucket.members]
-    runtime = from_section(Runtime, config.runtime)
     with bucket.numerics():
         if bucket.name not in store.finished_buckets():
             budgets = cap.exposures if budget is None else (budget,)
@@ -173,18 +169,18 @@ def train_size(
     return rows
 
 
-def _rows(config, store: Store, bucket: Bucket, arch: int, round_: int, budget=None, schedule="constant"):
+def _rows(plan: Plan, store: Store, bucket: Bucket, arch: int, round_: int, budget=None, schedule="constant"):
     """The rows of one population: read back if measured, else trained (or resumed) now."""
     done = [r for r in read_jsonl(store.root / ROWS) if r["bucket"] == bucket.name]
-    return done or train_size(config, store, bucket, arch, round_, budget, schedule)
+    return done or train_size(plan, store, bucket, arch, round_, budget, schedule)
 
 
-def search(config, store: Store, arch: int, label: str, size: int) -> dict:
+def search(plan: Plan, store: Store, arch: int, label: str, size: int) -> dict:
     """The recipe search of one architecture (`capacity.search_exposures`): its winning recipe."""
-    cap = config.capacity
+    run, cap = plan.section, plan.section.settings
     name = f"b{arch}search"
-    bucket = size_bucket(config, arch, label, [size], size, cap.search_exposures, name=name)
-    rows = _rows(config, store, bucket, arch, 0, cap.search_exposures, "search")
+    bucket = run.size_bucket(arch, label, [size], size, cap.search_exposures, name=name)
+    rows = _rows(plan, store, bucket, arch, 0, cap.search_exposures, "search")
     best = capacity_recipe.best_recipe(rows)
     for p in capacity_recipe.search_table(rows):
         mark = "*" if p["recipe"] == best else " "
@@ -208,22 +204,21 @@ def _print_size(bucket: Bucket, rows: list[dict], size: int, budgets, what: str)
 
 def capacity_experiment(plan: Plan, store: Store) -> list[dict]:
     """Train and measure every architecture until its sizes plateau; print and write the report.
-    Its populations are sizes it derives round by round (`size_bucket`) from the validated
-    `plan.config`, whose capacity section the registry check (`populations.check`) has passed."""
-    config = plan.config
-    cap = config.capacity
-    for arch, (label, _) in enumerate(variant_configs(config)):
-        sizes, seen = first_sizes(config, label), []
+    The plan's buckets are its architectures; its populations are sizes it derives round by round
+    from them (`plan.section`, the `CapacityRun` the registry check `populations.check` returns)."""
+    run, cap = plan.section, plan.section.settings
+    for arch, label in enumerate(b.label for b in plan.buckets):
+        sizes, seen = run.first_sizes(label), []
         middle = sorted(sizes)[len(sizes) // 2]
-        recipe = search(config, store, arch, label, middle) if cap.search_exposures else None
+        recipe = search(plan, store, arch, label, middle) if cap.search_exposures else None
         for round_ in range(cap.max_rounds):
             for size in sizes:
-                bucket = size_bucket(config, arch, label, sizes, size, recipe=recipe)
-                seen += _rows(config, store, bucket, arch, round_)
+                bucket = run.size_bucket(arch, label, sizes, size, recipe=recipe)
+                seen += _rows(plan, store, bucket, arch, round_)
                 _print_size(bucket, seen, size, cap.exposures, "constant rate")
                 for budget in cap.annealed:
-                    bucket = size_bucket(config, arch, label, sizes, size, budget, recipe)
-                    seen += _rows(config, store, bucket, arch, round_, budget, "annealed")
+                    bucket = run.size_bucket(arch, label, sizes, size, budget, recipe)
+                    seen += _rows(plan, store, bucket, arch, round_, budget, "annealed")
                     _print_size(bucket, seen, size, [budget], "annealed")
             [summary] = capacity.summarize(seen, cap.plateau_tol, cap.saturation_tol)
             flat = summary["flat"]

@@ -44,30 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.core.losses import masked
-from jaxcap.core.train import SCHEDULES
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity.budgets import budgets, embedding_params
-from jaxcap.fields import Choice, Float, Int, TupleOf
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import make_apply
 from jaxcap.tasks import Split, Task
 
-# config.capacity: the dataset sizes, how they grow, and when a curve counts as flat
-SCHEMA = {
-    # dataset sizes per architecture, as dataset bits per parameter (empty: sweep.task.dataset_size)
-    "bits_per_param_grid": TupleOf(Float(0.0, 1e6)),
-    "growth": Float(1.01, 16.0),  # factor between successive dataset sizes of an extension round
-    "extend": Int(1, 16),  # sizes added per extension round
-    "max_rounds": Int(1, 16),  # 1: only the configured sizes
-    # exposure budgets (times each training item is seen), ascending: where bits stored are read
-    "exposures": TupleOf(Float(1.0, 1e7)),
-    "saturation_tol": Float(0.0, 1.0),  # relative gain over the last doubling of exposures: flat below
-    # budgets each trained as its own run, the rate decaying to 0 exactly there (recipe.py); ()
-    "annealed": TupleOf(Float(1.0, 1e7)),
-    "anneal_schedule": Choice(SCHEDULES),  # the decay's shape: linear or cosine
-    "search_exposures": Float(0.0, 1e7),  # > 0: search sweep.hparams' recipes annealed to this
-    "plateau_tol": Float(0.0, 10.0),  # relative gain of the largest size below which n has plateaued
-}
 MEMORIZED = 0.9  # a size storing this fraction of its bits is still being memorized, not a plateau
 
 

@@ -33,8 +33,10 @@ import ml_collections
 import numpy as np
 
 from jaxcap.config.plan import Plan
+from jaxcap.experiments.calibrate.config import CalibrateSettings
 from jaxcap.experiments.calibrate.run import calibrate_experiment, calibrate_report
 from jaxcap.experiments.enhance.sections import report_sections
+from jaxcap.fields import defaults
 from jaxcap.meta.posterior import load_posterior, summarize
 from jaxcap.meta.report import arch_words
 from jaxcap.results.store import Store, write_atomic
@@ -181,17 +183,11 @@ def enhance_config(families: dict, variants: tuple[str, ...], variant: str) -> m
     c.hparams.update(learning_rate=3e-3, weight_decay=0.1, warmup_steps=50.0)
     c.train.update(steps=1000, chunk_steps=250, batch_size=64)
     c.sweep.seeds = 2
-    c.calibrate = dict(
-        families=families,
-        architectures=variants,
-        workdirs=(),
-        search="grid",
-        reference="random_labels",
-        capacity_workdir="",  # multipliers C_a / C_a0 do not depend on the unit (jaxcap/meta/anchor.py)
-        nuts=dict(warmup=500, samples=500, chains=4, target_accept=0.99, seed=0),
-        validation=dict(folds=0, seeds=(1, 2, 3), designs=(), development=False),
-        design=dict(grid=0, rounds=0, per_round=1),  # every listed level of every variant
-    )
+    # no capacity_workdir: multipliers C_a / C_a0 do not depend on the unit (jaxcap/meta/anchor.py);
+    # the design's defaults train every listed level of every variant
+    c.calibrate = defaults(CalibrateSettings, families=families, architectures=variants)
+    c.calibrate.nuts.update(warmup=500, samples=500, target_accept=0.99)
+    c.calibrate.validation.update(folds=0, designs=())
     if variant == "smoke":
         c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
         c.train.update(steps=40, chunk_steps=20, batch_size=16)

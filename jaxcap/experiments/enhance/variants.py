@@ -26,9 +26,9 @@ import itertools
 
 import ml_collections
 
-from jaxcap.config.plan import Plan, parse_overrides
+from jaxcap.config.plan import parse_overrides
 from jaxcap.config.search_space import add_level_search
-from jaxcap.experiments.calibrate.config import family_configs
+from jaxcap.experiments.calibrate import config as calibrate_config
 from jaxcap.fields import ConfigError
 from jaxcap.models.config import MODEL_FIELDS
 
@@ -56,11 +56,11 @@ def combine(*variants: str) -> str:
     return ",".join(parts)
 
 
-def check(config: ml_collections.ConfigDict) -> dict[str, list[tuple[str, Plan]]]:
+def check(config: ml_collections.ConfigDict) -> calibrate_config.Calibration:
     """The enhance experiment's checks before anything is written: a multiplier is C_variant /
     C_baseline, so the architectures are the baseline and at least one variant, no two alike, each
-    a combination `combine` accepts; then every family validates (the calibrate check), whose
-    plans it returns."""
+    a combination `combine` accepts; then every family validates (the calibrate check, whose
+    `Calibration` it returns)."""
     archs = tuple(config.calibrate.architectures)
     if len(archs) < 2 or len(set(archs)) < len(archs):
         raise ConfigError(
@@ -69,7 +69,7 @@ def check(config: ml_collections.ConfigDict) -> dict[str, list[tuple[str, Plan]]
         )
     for arch in archs:
         combine(arch)
-    return family_configs(config)
+    return calibrate_config.check(config)
 
 
 def combinations(best: tuple[str, ...], sizes: tuple[int, ...] = (2,)) -> tuple[str, ...]:

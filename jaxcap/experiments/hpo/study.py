@@ -1,5 +1,6 @@
 """Optuna plumbing of a sweep: storage, sampler, pruner, one study per task level, the budget as
-a queue of trials that workers claim, and the objective with its seed aggregation.
+a queue of trials that workers claim, and the objective with its seed aggregation; and the hpo
+experiment's checked section (`Sweep`, what its registry `check` returns as `plan.section`).
 
 The budget of a study is created once, with the study, as `n_trials` WAITING trials (the first
 is the baseline: the config's own hyperparameters), and recorded as the study's user attribute
@@ -16,18 +17,43 @@ larger `n_trials` on an existing study extends its budget; a smaller one is refu
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+import ml_collections
 import numpy as np
 import optuna
 from sqlalchemy.exc import SQLAlchemyError
 
-from jaxcap.config.search_space import baseline_params, parse_space, storage_file
-from jaxcap.fields import ConfigError
+from jaxcap.config.search_space import Param, StudySettings, baseline_params, parse_space
+from jaxcap.config.storage import storage_file
+from jaxcap.fields import ConfigError, from_section
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """The hpo experiment's checked section (`plan.section`): what the sweep reads, typed."""
+
+    study: StudySettings  # config.study
+    space: tuple[Param, ...]  # config.search, parsed once
+    levels: tuple[dict[str, Any], ...]  # one study per level of the config.sweep.task grid
+    seeds: int  # members per trial
+    # The one ConfigDict of a sweep, for the two things derived from the whole config: a round's
+    # buckets (each shape is the config's model section with a trial's model fields, built as any
+    # bucket is: jaxcap.config.plan.make_bucket) and the Optuna studies (`open_studies`, which
+    # --create_studies and the report also call, on a config or a config.json).
+    config: ml_collections.ConfigDict
+
+
+def check(config: ml_collections.ConfigDict) -> Sweep:
+    """The registry check of an hpo config (validate has checked the search and study sections
+    together): its `Sweep`."""
+    study = from_section(StudySettings, config.study)
+    return Sweep(study, tuple(parse_space(config.search)), tuple(levels(config)), config.sweep.seeds, config)
 
 
 def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
@@ -36,7 +62,7 @@ def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
     folder of a file (a path, a sqlite URL) is created."""
     if spec in ("", "journal"):
         spec = str(Path(root).resolve() / ("study.log" if spec == "journal" else "study.db"))
-    file = storage_file(spec)  # checked writable by validate (search_space.check_storage_location)
+    file = storage_file(spec)  # checked writable by validate (jaxcap.config.storage)
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
     if spec.endswith(".log") and "://" not in spec:

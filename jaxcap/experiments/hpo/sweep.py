@@ -33,12 +33,10 @@ from optuna.trial import TrialState
 from jaxcap import tasks
 from jaxcap.config import plan as plan_lib
 from jaxcap.config.plan import Bucket, train_settings
-from jaxcap.config.search_space import parse_space, suggest
+from jaxcap.config.search_space import suggest
 from jaxcap.core.population import Member
-from jaxcap.core.runtime import Runtime
 from jaxcap.experiments.hpo import claims, holdings, rounds
 from jaxcap.experiments.hpo import study as study_lib
-from jaxcap.fields import from_section
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
@@ -71,15 +69,18 @@ def _slot(level: int, study: optuna.Study, frozen: optuna.trial.FrozenTrial, spa
     return Slot(level, study, frozen.number, trial, *suggest(trial, space), set(frozen.intermediate_values))
 
 
-def make_bucket(config, name: str, model: dict, slots: list[Slot], levels: list[dict]) -> Bucket:
-    """The population of one shape: every slot's trial x seeds, ordered slot by slot."""
+def make_bucket(sweep: study_lib.Sweep, name: str, model: dict, slots: list[Slot], levels) -> Bucket:
+    """The population of one shape: every slot's trial x seeds, ordered slot by slot. The shape is
+    the config's model section with the trial's model fields (`Sweep.config`: the one place a sweep
+    reads its config), built as every bucket is."""
+    config = sweep.config
     variant = ml_collections.ConfigDict(config.to_dict())
     variant.model.update(model)
     task = tasks.build(variant.task.to_dict(), variant.sweep.task.to_dict())
     members = []
     for slot in slots:
         slot.members = []
-        for seed in range(config.sweep.seeds):
+        for seed in range(sweep.seeds):
             slot.members.append(len(members))
             members.append(
                 Member(
@@ -93,7 +94,8 @@ def make_bucket(config, name: str, model: dict, slots: list[Slot], levels: list[
             )
     settings = train_settings(variant, members)
     # a searched dropout keeps the dropout path in every round: one compile, not two
-    settings = dataclasses.replace(settings, dropout=settings.dropout or len(config.search.dropout) > 0)
+    dropout = settings.dropout or any(p.name == "dropout" for p in sweep.space)
+    settings = dataclasses.replace(settings, dropout=dropout)
     label = ",".join(f"model.{k}={v}" for k, v in sorted(model.items()))
     return plan_lib.make_bucket(variant, name, label, task, members, settings)
 
@@ -164,31 +166,33 @@ def tell(slots: list[Slot], rows: list[MemberRow], spec, study_cfg) -> dict[str,
     return counts
 
 
-def plan_round(config, studies, round_id: str, trials, levels: list[dict]) -> list[tuple[Bucket, list[Slot]]]:
+def plan_round(plan: plan_lib.Plan, studies, round_id: str, trials) -> list[tuple[Bucket, list[Slot]]]:
     """The buckets of one round: its trials grouped by their shape-changing suggestions. Trial by
     trial, its suggestions are drawn once (jaxcap/experiments/hpo/rounds.py) before its slot records them."""
-    space, slots = parse_space(config.search), []
+    sweep = plan.section
+    space, slots = list(sweep.space), []
     for level, frozen in sorted(trials, key=lambda lt: (lt[0], lt[1].number)):
         if not frozen.state.is_finished():
-            sampler = study_lib.make_sampler(config.study, config.seed, level, frozen.number)
+            sampler = study_lib.make_sampler(sweep.study, plan.seed, level, frozen.number)
             rounds.fix_suggestions(studies[level], frozen._trial_id, space, sampler)
         slots.append(_slot(level, studies[level], frozen, space))
     groups: dict[tuple, list[Slot]] = {}
     for slot in slots:
         groups.setdefault(tuple(sorted(slot.model.items())), []).append(slot)
     return [
-        (make_bucket(config, f"r{round_id}g{j}", dict(key), groups[key], levels), groups[key])
+        (make_bucket(sweep, f"r{round_id}g{j}", dict(key), groups[key], sweep.levels), groups[key])
         for j, key in enumerate(sorted(groups, key=repr))
     ]
 
 
-def run_round(config, store: Store, studies, round_id: str, trials, levels: list[dict], owner: str) -> None:
+def run_round(plan: plan_lib.Plan, store: Store, studies, round_id: str, trials, owner: str) -> None:
     """Train the trials of one round (grouped into buckets by shape) and tell the results of
     those this worker still holds (a trial released meanwhile is another worker's now)."""
-    for bucket, group in plan_round(config, studies, round_id, trials, levels):
+    sweep = plan.section
+    for bucket, group in plan_round(plan, studies, round_id, trials):
         spec, names = bucket.task.spec, {slot.study.study_name for slot in group}
         print(
-            f"[round {round_id}] {len(group)} trials of {len(names)} studies x {config.sweep.seeds} seeds "
+            f"[round {round_id}] {len(group)} trials of {len(names)} studies x {sweep.seeds} seeds "
             f"= {len(bucket.members)} members" + (f" ({bucket.label})" if bucket.label else ""),
             flush=True,
         )
@@ -199,10 +203,9 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
                 rows = [dataclasses.replace(r, study=study[r.member]) for r in rows]
                 store.add_member_rows(rows)
         else:
-            on_eval = make_on_eval(group, spec, config.study, bucket.settings.steps)
-            runtime = from_section(Runtime, config.runtime)
+            on_eval = make_on_eval(group, spec, sweep.study, bucket.settings.steps)
             with bucket.numerics():
-                rows = train_bucket(bucket, store, runtime, stop_fn=_all_stopped, on_eval=on_eval)
+                rows = train_bucket(bucket, store, plan.runtime, stop_fn=_all_stopped, on_eval=on_eval)
         rows = sorted(rows, key=lambda r: r.member)
         lost = [s for s in group if not s.finished and not claims.holds(s.study, s.trial._trial_id, owner)]
         for slot in lost:  # its rows leave members.jsonl at the next round (holdings.forget_lost)
@@ -212,8 +215,8 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
                 flush=True,
             )
             slot.trial = None
-        counts = tell(group, rows, spec, config.study)
-        pruned = sum(r.status == "pruned" for r in rows) // config.sweep.seeds
+        counts = tell(group, rows, spec, sweep.study)
+        pruned = sum(r.status == "pruned" for r in rows) // sweep.seeds
         print(
             f"[round {round_id}] told {counts['complete']} complete, {pruned} pruned, "
             f"{counts['fail']} failed",
@@ -222,25 +225,25 @@ def run_round(config, store: Store, studies, round_id: str, trials, levels: list
         shutil.rmtree(store.ckpt_path / bucket.name, ignore_errors=True)  # told: nothing to resume
 
 
-def run_sweep(config, store: Store) -> list[optuna.Study]:
-    """Claim and train rounds until every trial of this config's studies is finished: a worker
+def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
+    """Claim and train rounds until every trial of this plan's studies is finished: a worker
     whose queue is empty waits for the trials other workers hold, and takes over those of a
-    worker silent past `config.runtime.worker_grace_minutes` (jaxcap/experiments/hpo/claims.py)."""
+    worker silent past `config.runtime.worker_grace_minutes` (jaxcap/experiments/hpo/claims.py).
+    `plan.section` is the `Sweep` of an hpo config (`jaxcap.run.prepare` builds the plan)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    owner = str(store.root.resolve())
-    private = config.study.storage in ("", "journal")  # in the workdir: no other worker sees it
-    grace_s = None if private else 60.0 * config.runtime.worker_grace_minutes
-    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
-    spec = task.spec
-    levels = study_lib.levels(config) or [{}]
-    studies = study_lib.open_studies(config, store.root, spec.family, spec.higher_is_better)
+    sweep, owner = plan.section, str(store.root.resolve())
+    private = sweep.study.storage in ("", "journal")  # in the workdir: no other worker sees it
+    grace_s = None if private else 60.0 * plan.runtime.worker_grace_minutes
+    [bucket] = plan.buckets  # the config's own shape (hpo refuses config.sweep.buckets)
+    spec = bucket.task.spec
+    studies = study_lib.open_studies(sweep.config, store.root, spec.family, spec.higher_is_better)
     n_rounds, waiting = 0, False
     while True:
         trained = store.finished_buckets() | (
             {p.name for p in store.ckpt_path.iterdir()} if store.ckpt_path.is_dir() else set()
         )
         round_id, trials, resumed = rounds.next_trials(
-            studies, owner, config.study.batch_trials, private, trained, grace_s
+            studies, owner, sweep.study.batch_trials, private, trained, grace_s
         )
         if resumed and holdings.lost_trials(studies, owner, round_id):
             n = holdings.give_back(studies, owner, round_id)
@@ -261,7 +264,7 @@ def run_sweep(config, store: Store) -> list[optuna.Study]:
                 if not waiting:
                     print(
                         f"waiting for {len(others)} trial(s) other workers hold (taken over if they "
-                        f"stay silent {config.runtime.worker_grace_minutes:g} min)",
+                        f"stay silent {plan.runtime.worker_grace_minutes:g} min)",
                         flush=True,
                     )
                 waiting = True
@@ -275,7 +278,7 @@ def run_sweep(config, store: Store) -> list[optuna.Study]:
         held = [(studies[level], t._trial_id) for level, t in trials if not t.state.is_finished()]
         beat = contextlib.nullcontext() if private else claims.Heartbeat(held, min(60.0, grace_s / 4))
         with beat:
-            run_round(config, store, studies, round_id, trials, levels, owner)
+            run_round(plan, store, studies, round_id, trials, owner)
         print(f"[round {round_id}] {time.time() - start:.0f} s", flush=True)
     return studies
 
@@ -291,11 +294,11 @@ def write_best_trials(store: Store, levels: list[dict]) -> Path:
 
 def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[dict]:
     """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report. Its
-    rounds are buckets of their own (`plan_round`), made from the validated `plan.config`."""
+    rounds are buckets of their own (`plan_round`), shapes of the plan's checked `Sweep`."""
     from jaxcap.experiments.hpo import report as hpo_report
 
     start, before = time.time(), len(store.member_rows())
-    run_sweep(plan.config, store)
+    run_sweep(plan, store)
     levels, _ = hpo_report.summarize(store)
     write_best_trials(store, levels)
     written = hpo_report.hpo_report(store)
