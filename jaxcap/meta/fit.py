@@ -41,7 +41,7 @@ RHAT_MAX, ESS_MIN, DIVERGENCE_RATE_MAX = 1.01, 400, 0.001
 @dataclasses.dataclass(frozen=True)
 class NutsSettings:
     warmup: int = 1000
-    samples: int = 1000
+    samples: int = 2000
     chains: int = 4
     target_accept: float = 0.95
     seed: int = 0
