@@ -56,7 +56,9 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
         p = success_probability(posterior.draws, log_b, rng, arch=a, family=f)[:, 0]
         typical = success_probability(posterior.draws, log_b, rng, arch=a, family=f, marginal=True)[:, 0]
         ys = [int(r["success"]) for r in group]
-        rec = cell_record((a, f, level["label"]), p, len(ys), sum(ys), rng, typical)
+        rec = cell_record(
+            (a, f, level["label"]), p, len(ys), sum(ys), rng, typical, posterior.draws.get("rho")
+        )
         cells_out.append({**rec, "bits": level["bits"], "covariate": level["covariate"]})
         family_rate = y_fit[fam_fit == name].mean()
         rows += [

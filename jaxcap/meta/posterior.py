@@ -18,8 +18,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from jaxcap.meta import model as metamodel
-
 SITES = {  # saved sites and their dims beyond (chain, draw)
     "mu_log_C": (),
     "sigma_log_C": (),
@@ -33,7 +31,7 @@ SITES = {  # saved sites and their dims beyond (chain, draw)
     "log_theta": ("family",),
     "kappa": ("family",),
     "level_effect": ("level",),
-    "lapse": ("lapse_kind",),
+    "rho": (),
 }
 
 
@@ -52,7 +50,6 @@ def _coords(meta: dict) -> dict:
         "family": meta["families"],
         "level": [f"{meta['families'][lv['family']]} {lv['label']}" for lv in meta["levels"]],
         "covariate": meta["arch_covariates"],
-        "lapse_kind": list(metamodel.LAPSES),
     }
 
 
@@ -121,7 +118,8 @@ def load_posterior(path: str | Path) -> Posterior:
         path = path / "posterior.nc"
     with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
         meta = json.loads(ds.attrs["jaxcap"])
-        # a posterior saved before a site existed (lapse) loads without it
+        # a posterior saved before a site existed (rho) loads without it; one saved with a site
+        # the model no longer has (the lapse rates of an earlier model) loads without that
         draws = {k: ds[k].values.reshape(-1, *ds[k].shape[2:]) for k in SITES if k in ds}
     return Posterior(draws, meta)
 

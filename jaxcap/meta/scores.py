@@ -12,7 +12,8 @@
   Gneiting & Held 2009: u = F(k−1) + V (F(k) − F(k−1)) is uniform under a calibrated forecast,
   so u in the central 50% / 90% interval that often), with the median width of the 50% / 90%
   credible intervals of P(success) (an interval of [0, 1] covers everything and says nothing).
-  The count is scored on the predictive of one new level (a fresh level effect per draw); the
+  The count is scored on the predictive of one new level (a fresh level effect per draw, and
+  the model's beta-binomial spread of a cell's seeds around its P); the
   interval is that of a typical level's P, the level effect integrated out (issue 24: with a
   fresh effect a boundary level's P is 0 or 1 by luck of the draw, and its interval [0, 1]).
 """
@@ -20,19 +21,27 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
+
+from jaxcap.meta.model import count_cdf
 
 MASSES = (50, 90)
 
 
 def cell_record(
-    key: tuple, p: np.ndarray, n: int, k: int, rng: np.random.Generator, p_typical: np.ndarray | None = None
+    key: tuple,
+    p: np.ndarray,
+    n: int,
+    k: int,
+    rng: np.random.Generator,
+    p_typical: np.ndarray | None = None,
+    rho: np.ndarray | None = None,
 ) -> dict:
     """One held-out cell: predictive draws p [S] of its P(success), n runs, k successes;
-    `p_typical` [S]: draws of the level-marginal P whose intervals are reported (default p)."""
+    `p_typical` [S]: draws of the level-marginal P whose intervals are reported (default p);
+    `rho` [S]: the draws' intra-cell correlation of seeds (None: a binomial count)."""
     rec = {"arch": key[0], "family": key[1], "level": key[2], "trials": n, "successes": k}
     rec["p_mean"] = float(p.mean())
-    below, upto = binom.cdf(k - 1, n, p).mean(), binom.cdf(k, n, p).mean()
+    below, upto = count_cdf(k - 1, n, p, rho).mean(), count_cdf(k, n, p, rho).mean()
     rec["pit"] = float(below + rng.random() * (upto - below))
     for mass in MASSES:
         tail = (1 - mass / 100) / 2

@@ -2,8 +2,10 @@
 
 Parameter recovery (Cook, Gelman & Rubin 2006; Talts et al. 2018, arXiv:1804.06788) needs data
 whose generating parameters are known: `simulate_rows` draws, for every architecture, family,
-level and seed, a success with the probability the model states, λ_learn + (1 − λ_fail −
-λ_learn) sigmoid(κ_f · (log C_a − log θ_f − δ_l − log b_l)), and writes it in the schema the
+level and seed, a success with the probability the model states, sigmoid(κ_f · (log C_a −
+log θ_f − δ_l − log b_l)) (with `rho` > 0 each cell first
+draws its seeds' shared rate from Beta(P φ, (1 − P) φ), φ = 1/ρ − 1: the model's beta-binomial),
+and writes it in the schema the
 core writes to members.jsonl, so the same table builder, fit, validation, report and predict CLI
 run on it."""
 
@@ -27,7 +29,7 @@ class Truth:
     kappa: tuple[float, ...]  # per family
     sigma_level: float = 0.2  # sd of the level effects δ_l (log-bits)
     bits: tuple[tuple[float, ...], ...] = ()  # complexity levels per family
-    lapse: tuple[float, float] = (0.0, 0.0)  # (λ_fail, λ_learn): model.LAPSES
+    rho: float = 0.0  # intra-cell correlation of the seeds (0: independent, the binomial)
 
 
 def default_truth(n_levels: int = 8, n_families: int = 4) -> Truth:
@@ -68,7 +70,10 @@ def simulate_rows(truth: Truth, seeds: int, rng: np.random.Generator) -> tuple[l
             effects.append(effect)
             for a, log_c in enumerate(truth.log_c):
                 logit = truth.kappa[f] * (log_c - truth.log_theta[f] - effect - math.log(bits))
-                p = truth.lapse[1] + (1 - sum(truth.lapse)) / (1.0 + math.exp(-logit))
+                p = 1.0 / (1.0 + math.exp(-logit))
+                if truth.rho > 0:  # the cell's own rate, shared by its seeds
+                    phi = 1.0 / truth.rho - 1.0
+                    p = rng.beta(max(p, 1e-6) * phi, max(1.0 - p, 1e-6) * phi)
                 model = arch_model(a)
                 for seed in range(seeds):
                     success = bool(rng.random() < p)

@@ -138,9 +138,9 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
         f"max R-hat {diag['max_rhat']:.3f}, "
         f"min ESS {diag['min_ess']:.0f}, {diag['divergences']} divergences."
         + (
-            f" Lapse rates: a run fails a learnable level {_ci(summarize(posterior.draws['lapse'][:, 0]))}, "
-            f"learns an unlearnable one {_ci(summarize(posterior.draws['lapse'][:, 1]))}."
-            if "lapse" in posterior.draws
+            f" Seeds of one cell agree beyond their P: intra-cell correlation ρ "
+            f"{_ci(summarize(posterior.draws['rho']))}."
+            if "rho" in posterior.draws
             else ""
         ),
         *[f"**Warning**: {w}" for w in diag["warnings"]],

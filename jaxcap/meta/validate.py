@@ -41,8 +41,9 @@ class ValidationSettings:
     """config.calibrate.validation: each `setting` is a field's default and its config rule."""
 
     folds: int = setting(4, Int(0, 100))  # K of the levels design; 0 = no levels design
-    # fold seeds of the levels design (0 is development: meta_splits.DEV_SEED)
-    seeds: tuple[int, ...] = setting((1, 2, 3), TupleOf(Int(1)))
+    # fold seeds of the levels design (0 is development: meta_splits.DEV_SEED); one by default:
+    # replicates come from independent data seeds (python -m jaxcap.meta.replicates)
+    seeds: tuple[int, ...] = setting((1,), TupleOf(Int(1)))
     designs: tuple[str, ...] = setting(DESIGNS, TupleOf(Choice(DESIGNS)))
     development: bool = setting(False, Bool())  # score the development split (fold seed 0) only
 
@@ -97,7 +98,7 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
     out_cells = []
     for key, p in p_cell.items():
         ys = [o["y"] for o in rows if (o["arch"], o["family"], o["level"]) == key]
-        rec = cell_record(key, p, len(ys), sum(ys), rng, p_typical[key])
+        rec = cell_record(key, p, len(ys), sum(ys), rng, p_typical[key], draws.get("rho"))
         design = table.levels[key[2]].get("design", "grid")
         out_cells.append({**rec, "fold": f"{fold.kind} {fold.name}", "design": design})
     return rows, out_cells, {"new_archs": sorted(new_archs), "new_families": sorted(new_families)}

@@ -10,6 +10,7 @@ from scipy.optimize import minimize
 
 from jaxcap.meta import baselines as meta_baselines
 from jaxcap.meta import data as meta_data
+from jaxcap.meta import model as metamodel
 from jaxcap.meta import scores as meta_scores
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta import splits as meta_splits
@@ -144,3 +145,20 @@ def test_the_development_seed_is_never_quoted():
     assert meta_validate.ValidationSettings(development=True).fold_seeds == (meta_splits.DEV_SEED,)
     with pytest.raises(ValueError, match="designs"):
         meta_validate.ValidationSettings(designs=("levels", "random"))
+
+
+def test_cell_pit_scores_correlated_seeds_with_their_correlation():
+    """Seeds that share a cell's rate (ρ = 0.6: mostly all-or-none) are scored calibrated when
+    the PIT uses the beta-binomial of that ρ, and as surprises by the binomial of the same P."""
+    rng = np.random.default_rng(1)
+    rho, n = 0.6, 4
+    phi = 1 / rho - 1
+    beta_binomial, binomial = [], []
+    for q in rng.uniform(0.2, 0.8, 600):
+        k = rng.binomial(n, rng.beta(q * phi, (1 - q) * phi))  # the cell's own rate, then its seeds
+        p = np.full(100, q)
+        beta_binomial.append(meta_scores.cell_record((0, 0, 0), p, n, k, rng, rho=np.full(100, rho)))
+        binomial.append(meta_scores.cell_record((0, 0, 0), p, n, k, rng))
+    assert abs(np.mean([r["pit_covered90"] for r in beta_binomial]) - 0.9) < 0.04
+    assert np.mean([r["pit_covered90"] for r in binomial]) < 0.75
+    np.testing.assert_allclose(metamodel.count_cdf(n, n, np.full(3, 0.3), np.full(3, rho)), 1.0)
