@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = {
         "rows": len(table.rows),
-        "cells": len({(r["arch"], r["level"]) for r in table.rows}),
+        "cells": len({(r.arch, r.level) for r in table.rows}),
         "levels": len(table.levels),
         "families": len(table.families),
         "archs": len(table.archs),

@@ -74,9 +74,9 @@ def cells(table: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys [N, 3] = arch, family, level; trials [N]; successes [N]), keys sorted."""
     counts: dict[tuple[int, int, int], list[int]] = {}
     for r in table.rows:
-        c = counts.setdefault((r["arch"], r["family"], r["level"]), [0, 0])
+        c = counts.setdefault((r.arch, r.family, r.level), [0, 0])
         c[0] += 1
-        c[1] += int(r["success"])
+        c[1] += int(r.success)
     keys = sorted(counts)
     trials = np.array([counts[k][0] for k in keys], np.float64)
     successes = np.array([counts[k][1] for k in keys], np.float64)

@@ -22,7 +22,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from jaxcap.meta.difficulty import covariate
 from jaxcap.models import ModelConfig, param_count
@@ -85,18 +87,70 @@ def best_setting_rows(rows: list[MemberRow]) -> list[MemberRow]:
     return [r for best in outcomes.best_settings(rows, key).values() for r in best]
 
 
+@dataclasses.dataclass(frozen=True)
+class TableRow:
+    """One seed's outcome in the table, coded: which architecture, family and level (indices into
+    `Table.archs`, `.families`, `.levels`), and what the member reached.
+
+    The row of table.json, typed (cf. `jaxcap.results.records.MemberRow`): ONE reader,
+    `from_json`, and ONE writer, `to_json`, with the keys table.json has always had, so a table
+    read and written again is the same bytes; keys this version does not know are kept in `extra`.
+    """
+
+    arch: int
+    family: int
+    level: int
+    seed: int
+    success: bool  # the member's success flag (jaxcap.results.outcomes), read on test
+    status: str  # "ok" or "diverged" (pruned members are not in the table)
+    complexity_bits: float  # the task's nominal complexity (the level's `bits` is the covariate)
+    chance: float | None
+    metric: str  # the success metric
+    value: float | None  # its final value
+    threshold: float
+    hparams: dict[str, float]
+    n_params: int
+    source: str  # the workdir the member's row was read from
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TableRow:
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+        absent = [n for n in names if n not in data]
+        if absent:
+            raise ValueError(
+                f"table.json row: missing key(s) {', '.join(absent)}; present: {', '.join(sorted(data))}"
+            )
+        extra = {k: v for k, v in data.items() if k not in names}
+        return cls(**{n: data[n] for n in names}, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {**out, **self.extra}
+
+
 @dataclasses.dataclass
 class Table:
     """Seed-level outcomes with integer codes for architecture, family and level."""
 
-    rows: list[dict]  # arch, family, level (ints), seed, success, complexity_bits, value, ...
+    rows: list[TableRow]
     archs: list[dict]  # the model fields of each architecture
     families: list[str]
     levels: list[dict]  # family (int), complexity_bits (nominal), bits + covariate, fields, label
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Table:
+        return cls(
+            [TableRow.from_json(r) for r in data["rows"]], data["archs"], data["families"], data["levels"]
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        rows = [r.to_json() for r in self.rows]
+        return {"rows": rows, "archs": self.archs, "families": self.families, "levels": self.levels}
+
     @property
     def fingerprint(self) -> str:
-        text = _key([self.rows, self.archs, self.families, self.levels])
+        text = _key([[r.to_json() for r in self.rows], self.archs, self.families, self.levels])
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def arch_label(self, a: int) -> str:
@@ -111,7 +165,7 @@ class Table:
         (parameters of the body: embedding and head depend on the task and are left out)."""
         m = self.archs[a]
         bits, body = arch_precision_bits(m), arch_body_params(m)
-        totals = [r["n_params"] for r in self.rows if r["arch"] == a]
+        totals = [r.n_params for r in self.rows if r.arch == a]
         return {
             "attention_bits": m["n_heads"] * m["d_head"] * bits,
             "body_params": body,
@@ -162,22 +216,22 @@ def build_table(rows: list[MemberRow]) -> Table:
                 }
             )
         out.append(
-            {
-                "arch": a,
-                "family": f,
-                "level": levels[lk],
-                "seed": r.seed,
-                "success": bool(r.success),
-                "status": r.status,
-                "complexity_bits": float(r.complexity_bits),
-                "chance": r.chance,
-                "metric": r.success_metric,
-                "value": r.final.get(r.success_metric),
-                "threshold": r.success_threshold,
-                "hparams": r.hparams,
-                "n_params": r.n_params,
-                "source": source(r),
-            }
+            TableRow(
+                arch=a,
+                family=f,
+                level=levels[lk],
+                seed=r.seed,
+                success=bool(r.success),
+                status=r.status,
+                complexity_bits=float(r.complexity_bits),
+                chance=r.chance,
+                metric=r.success_metric,
+                value=r.value,
+                threshold=r.success_threshold,
+                hparams=r.hparams,
+                n_params=r.n_params,
+                source=source(r),
+            )
         )
     for f in range(len(families)):  # label each level by the task fields that vary in its family
         mine = [lv for lv in level_info if lv["family"] == f]
@@ -200,9 +254,10 @@ def load_table(workdirs: list[str | Path]) -> Table:
 def save_table(table: Table, path: str | Path) -> Path:
     """table.json: the coded rows and the labels behind them (what the report reads)."""
     path = Path(path)
-    write_atomic(path, json.dumps(clean(dataclasses.asdict(table)), sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(clean(table.to_json()), sort_keys=True) + "\n")
     return path
 
 
 def read_table(path: str | Path) -> Table:
-    return Table(**json.loads(Path(path).read_text()))
+    """A table.json written by `save_table`, this version's or an earlier one's (same keys)."""
+    return Table.from_json(json.loads(Path(path).read_text()))

@@ -75,8 +75,8 @@ def level_rates(table: Table, family: str) -> dict[float, float]:
     f = table.families.index(family)
     runs: dict[int, list[bool]] = {}
     for r in table.rows:
-        if r["family"] == f:
-            runs.setdefault(r["level"], []).append(r["success"])
+        if r.family == f:
+            runs.setdefault(r.level, []).append(r.success)
     return {table.levels[lv]["bits"]: float(np.mean(v)) for lv, v in runs.items()}
 
 
@@ -88,6 +88,6 @@ def next_levels(cand_bits: list[float], trained_bits: dict[float, float], n: int
 
 def tag_levels(table: Table, boundary_sources: set[str]) -> None:
     """levels[i]["design"] = "boundary" for levels trained by a bisection round, else "grid"."""
-    boundary = {r["level"] for r in table.rows if r["source"] in boundary_sources}
+    boundary = {r.level for r in table.rows if r.source in boundary_sources}
     for i, lv in enumerate(table.levels):
         lv["design"] = "boundary" if i in boundary else "grid"

@@ -101,8 +101,8 @@ def family_checks(table) -> list[dict]:
         for a in range(len(table.archs)):
             cells: dict[int, list[int]] = {}
             for r in table.rows:
-                if r["family"] == f and r["arch"] == a:
-                    cells.setdefault(r["level"], []).append(int(r["success"]))
+                if r.family == f and r.arch == a:
+                    cells.setdefault(r.level, []).append(int(r.success))
             if len(cells) < 2:
                 continue
             lv = sorted(cells)

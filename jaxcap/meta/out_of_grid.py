@@ -37,8 +37,8 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
     rng = np.random.default_rng(seed)
     meta = posterior.meta
     arch_of = {json.dumps(m, sort_keys=True): a for a, m in enumerate(meta["archs"])}
-    y_fit = np.array([r["success"] for r in fitted.rows], np.float64)
-    fam_fit = np.array([fitted.families[r["family"]] for r in fitted.rows])
+    y_fit = np.array([r.success for r in fitted.rows], np.float64)
+    fam_fit = np.array([fitted.families[r.family] for r in fitted.rows])
     rows, cells_out, seen_levels = [], [], 0
     for (a_new, f_new, lv), group in _cells(new).items():
         name = new.families[f_new]
@@ -55,7 +55,7 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
         log_b = np.log([level["bits"]])
         p = success_probability(posterior.draws, log_b, rng, arch=a, family=f)[:, 0]
         typical = success_probability(posterior.draws, log_b, rng, arch=a, family=f, marginal=True)[:, 0]
-        ys = [int(r["success"]) for r in group]
+        ys = [int(r.success) for r in group]
         rec = cell_record(
             (a, f, level["label"]), p, len(ys), sum(ys), rng, typical, posterior.draws.get("rho")
         )
@@ -80,10 +80,10 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
     return out
 
 
-def _cells(table: meta_data.Table) -> dict[tuple, list[dict]]:
-    out: dict[tuple, list[dict]] = {}
+def _cells(table: meta_data.Table) -> dict[tuple, list[meta_data.TableRow]]:
+    out: dict[tuple, list[meta_data.TableRow]] = {}
     for r in table.rows:
-        out.setdefault((r["arch"], r["family"], r["level"]), []).append(r)
+        out.setdefault((r.arch, r.family, r.level), []).append(r)
     return out
 
 

@@ -53,8 +53,8 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
             ax.axvspan(lo, hi, color=color, alpha=0.07)
             obs: dict[int, list[bool]] = {}
             for r in table.rows:
-                if r["family"] == f and r["arch"] == a:
-                    obs.setdefault(r["level"], []).append(r["success"])
+                if r.family == f and r.arch == a:
+                    obs.setdefault(r.level, []).append(r.success)
             xs = [table.levels[lv]["bits"] for lv in obs]
             ax.scatter(
                 xs,

@@ -50,7 +50,7 @@ def _level_outcomes(table: Table) -> tuple[np.ndarray, np.ndarray]:
     won = np.zeros(len(table.levels), bool)
     lost = np.zeros(len(table.levels), bool)
     for r in table.rows:
-        (won if r["success"] else lost)[r["level"]] = True
+        (won if r.success else lost)[r.level] = True
     return won, lost
 
 

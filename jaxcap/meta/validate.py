@@ -68,29 +68,29 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
     held_keys = {tuple(int(v) for v in k) for k in keys[fold.held]}
     new_families = meta_splits.held_families(table, fold.held)
     new_archs = meta_splits.held_archs(table, fold.held)
-    train = [r for r in table.rows if (r["arch"], r["family"], r["level"]) not in held_keys]
-    test = [r for r in table.rows if (r["arch"], r["family"], r["level"]) in held_keys]
+    train = [r for r in table.rows if (r.arch, r.family, r.level) not in held_keys]
+    test = [r for r in table.rows if (r.arch, r.family, r.level) in held_keys]
     fitted = meta_baselines.fit_baselines(train, table.levels, len(table.archs), len(table.families))
     base = meta_baselines.predict_baselines(fitted, test, table.levels)
     p_cell: dict[tuple, np.ndarray] = {}
     p_typical: dict[tuple, np.ndarray] = {}
     rows = []
     for i, r in enumerate(test):
-        key = (r["arch"], r["family"], r["level"])
+        key = (r.arch, r.family, r.level)
         if key not in p_cell:  # a new level (fresh effect), family or architecture
-            family = None if r["family"] in new_families else r["family"]
-            log_b = np.log([table.levels[r["level"]]["bits"]])
+            family = None if r.family in new_families else r.family
+            log_b = np.log([table.levels[r.level]["bits"]])
             # a held-out architecture's log C in the fold's own draws is its regression prediction
             # (its z_C had no data), which is how predict treats a new architecture
-            where = dict(arch=r["arch"], family=family)
+            where = dict(arch=r.arch, family=family)
             p_cell[key] = success_probability(draws, log_b, rng, **where)[:, 0]
             p_typical[key] = success_probability(draws, log_b, rng, **where, marginal=True)[:, 0]
         rows.append(
             {
                 **dict(zip(("arch", "family", "level"), key)),
-                "y": int(r["success"]),
+                "y": int(r.success),
                 "fold": f"{fold.kind} {fold.name}",
-                "design": table.levels[r["level"]].get("design", "grid"),
+                "design": table.levels[r.level].get("design", "grid"),
                 "meta_model": float(p_cell[key].mean()),
                 **{m: float(base[m][i]) for m in BASELINES},
             }

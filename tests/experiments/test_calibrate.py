@@ -92,7 +92,7 @@ def test_optuna_search_feeds_best_trials_to_the_fit(tmp_path):
         best = [json.loads(line) for line in (root / "best_trials.jsonl").read_text().splitlines()]
         assert len(best) == levels * 2 and all("trial" in r for r in best)  # best trial x 2 seeds
     table = meta_data.read_table(tmp_path / "table.json")
-    assert len(table.rows) == 14 and {r["source"] for r in table.rows} == {
+    assert len(table.rows) == 14 and {r.source for r in table.rows} == {
         str(tmp_path / "families" / f) for f in ("modulo", "random_labels")
     }
 

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
@@ -69,7 +70,7 @@ def test_pruned_dropped_diverged_is_a_failure_and_levels_merge_across_head_sizes
     rows[0].task["max_modulus"] = 10  # same level, trained with another head size
     table = meta_data.build_table(rows)
     assert len(table.rows) == 3 and len(table.levels) == 2 and table.families == ["modulo"]
-    assert [r["success"] for r in table.rows if r["level"] == 0] == [True, False]
+    assert [r.success for r in table.rows if r.level == 0] == [True, False]
     assert [lv["label"] for lv in table.levels] == ["modulus=10", "modulus=20"]
     # nominal bits stay next to the model's covariate (modulo: the lookup table, 10 x 2 x log2 20)
     assert [lv["complexity_bits"] for lv in table.levels] == [np.log2(10), np.log2(20)]
@@ -84,7 +85,7 @@ def test_families_and_architectures():
     other_vocab.model["vocab_size"] += 5  # task-dependent fields do not make a new architecture
     table = meta_data.build_table([add, mul, wide, other_vocab])
     assert table.families == ["binop:add", "binop:mul"] and len(table.archs) == 2
-    assert sorted(r["arch"] for r in table.rows) == [0, 0, 0, 1]  # rows come grouped by level
+    assert sorted(r.arch for r in table.rows) == [0, 0, 0, 1]  # rows come grouped by level
     assert table.arch_label(1).startswith("a1: 2L d64 4x16 ff128 float32")
     b = table.budgets(0)
     assert b["attention_bits"] == 4 * 8 * 32 and b["param_bits"] == b["body_params"] * 32
@@ -95,7 +96,7 @@ def test_cells_count_runs_and_held_out_cells_get_no_trials():
     table = meta_data.build_table(rows)
     data, obs = meta_cells.cell_data(table, reference=0)
     assert data["trials"].shape == (2 * 4 * 8,) and np.all(data["trials"] == 3)
-    assert obs.sum() == sum(r["success"] for r in table.rows)
+    assert obs.sum() == sum(r.success for r in table.rows)
     assert data["family_fitted"].all() and data["arch_fitted"].all() and bool(data["arch_saturated"])
     ref_bits = [lv["bits"] for lv in table.levels if lv["family"] == 0]
     assert data["log_C_center"] == np.mean(np.log(ref_bits))  # μ_C's prior: the reference's levels
@@ -136,6 +137,17 @@ def test_workdirs_prefer_best_trials_and_table_round_trips(tmp_path):
     (study / "best_trials.jsonl").write_text(json.dumps(level(40, success=False).to_json()) + "\n")
     table = meta_data.load_table([plain, study])
     assert [lv["complexity_bits"] for lv in table.levels] == [np.log2(10), np.log2(40)]
-    assert [r["source"] for r in table.rows] == [str(plain), str(study)]
+    assert [r.source for r in table.rows] == [str(plain), str(study)]
     again = meta_data.read_table(meta_data.save_table(table, tmp_path / "table.json"))
     assert again.fingerprint == table.fingerprint and again.rows == table.rows
+
+
+def test_table_row_reads_and_writes_the_keys_of_table_json():
+    written = meta_data.build_table([level(10), level(20, success=False)]).to_json()
+    table = meta_data.Table.from_json(json.loads(json.dumps(written)))
+    assert table.to_json() == written and table.rows[1].success is False and table.rows[1].level == 1
+    with_extra = {**written["rows"][0], "note": "hand-added"}  # an unknown column is kept, not dropped
+    assert meta_data.TableRow.from_json(with_extra).to_json() == with_extra
+    short = {k: v for k, v in written["rows"][0].items() if k != "source"}
+    with pytest.raises(ValueError, match="missing key.*source"):
+        meta_data.TableRow.from_json(short)

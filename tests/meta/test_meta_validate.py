@@ -37,15 +37,15 @@ def test_baselines_base_rate_and_family_intercepts():
         meta_simulate.default_truth(n_levels=4), 2, np.random.default_rng(0)
     )
     table = meta_data.build_table(rows)
-    train = [r for r in table.rows if r["family"] != 3]
+    train = [r for r in table.rows if r.family != 3]
     fitted = meta_baselines.fit_baselines(train, table.levels, 2, 4)
     p = meta_baselines.predict_baselines(fitted, table.rows, table.levels)
     assert set(p) == set(meta_validate.BASELINES)
-    assert np.all(p["base_rate"] == np.mean([r["success"] for r in train]))
-    new = np.array([r["family"] == 3 and r["arch"] == 0 for r in table.rows])
+    assert np.all(p["base_rate"] == np.mean([r.success for r in train]))
+    new = np.array([r.family == 3 and r.arch == 0 for r in table.rows])
     # a family outside the fit: the family-intercept model uses the mean intercept, so it differs
     # from every fitted family's curve but keeps the common slope (decreasing in bits)
-    bits = np.array([table.levels[r["level"]]["bits"] for r in table.rows])
+    bits = np.array([table.levels[r.level]["bits"] for r in table.rows])
     order = np.argsort(bits[new])
     assert np.all(np.diff(p["family_intercepts"][new][order]) <= 1e-12)
     assert np.allclose(p["per_family_logistic"][new], p["pooled_logistic"][new])

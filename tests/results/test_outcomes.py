@@ -69,7 +69,7 @@ def test_meta_model_rows_are_the_val_selected_setting_with_test_outcomes():
     chosen = meta_data.best_setting_rows(_disagreeing_rows())
     assert {r.hparams["learning_rate"] for r in chosen} == {1e-3}
     table = meta_data.build_table(chosen)
-    assert [r["success"] for r in table.rows] == [False, False]
+    assert [r.success for r in table.rows] == [False, False]
 
 
 def test_a_diverged_seed_is_a_failure_everywhere():
@@ -81,7 +81,7 @@ def test_a_diverged_seed_is_a_failure_everywhere():
     [level] = summary.levels(rows, HPARAM_NAMES)
     assert level.n == 3 and level.n_success == 2 and level.diverged == 1 and level.learned
     assert not rows[2].success
-    assert [r["success"] for r in meta_data.build_table(meta_data.best_setting_rows(rows)).rows].count(
+    assert [r.success for r in meta_data.build_table(meta_data.best_setting_rows(rows)).rows].count(
         False
     ) == 1
     two_of_four = [*rows, _row(1e-3, 3, float("nan"), None, "diverged")]

@@ -30,7 +30,7 @@ def breakdown(table: Table) -> dict[tuple[int, int], dict]:
     success rate over all its runs."""
     groups: dict[tuple[int, int], dict[int, list[bool]]] = {}
     for r in table.rows:
-        groups.setdefault((r["arch"], r["family"]), {}).setdefault(r["level"], []).append(bool(r["success"]))
+        groups.setdefault((r.arch, r.family), {}).setdefault(r.level, []).append(bool(r.success))
     out = {}
     for key, by_level in groups.items():
         levels = []
