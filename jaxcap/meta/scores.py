@@ -122,7 +122,9 @@ def scores(rows: list[dict], cells: list[dict], methods: tuple[str, ...]) -> dic
         return {}
     y = np.array([r["y"] for r in rows], np.float64)
     family = np.array([r["family"] for r in rows])
-    group = np.array([hash((r["fold"], r["arch"], r["level"])) for r in rows])
+    # a string key, not hash(): str hashes change per process, and with them the order of the
+    # groups and the last bits of every sum over them
+    group = np.array([f"{r['fold']}|{r['arch']}|{r['level']}" for r in rows])
     out = {
         "n_rows": len(rows),
         "n_cells": len(cells),
