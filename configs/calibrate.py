@@ -17,20 +17,20 @@ validated on held-out levels and families against two logistic baselines.
 
 Default (issue 24): five families, so leave-one-family-out is scored by default (>= 4 remain
 fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 .. 127, 6, 9, 12,
-64), sparse parity (k of 16 bits), random labels (32 .. 16,384 sequences), copying (3 .. 12
+64), sparse parity (k of 16 bits), random labels (32 .. 16,384 sequences), copying (3 .. 16
 symbols over 8, causal attention) and associative recall (1 .. 12 pairs over 32 symbols); a
 spanning grid of 4 levels per family, then 2 bisection rounds that add a level where success
-flips, 4 seeds per level, a d_model-32 model for 1,000 steps, NUTS 4 chains x (1,000 + 1,000);
-validation on held-out levels (4 folds x 3 fold seeds; fold seed 0 is the development split, not
-quoted), the top level of each family, and held-out families. The meta-model has lapse rates (a run failing a
-learnable level or learning an unlearnable one, jaxcap/meta/model.py).
+flips, 4 seeds per level, a d_model-32 model for 1,000 steps, NUTS 4 chains x (1,000 + 2,000);
+validation on held-out levels (4 folds x fold seed 1; fold seed 0 is the development split, not
+quoted), the top level of each family, and held-out families. A cell's seeds are correlated
+(beta-binomial, jaxcap/meta/model.py).
 
-Measured (docs/meta-model.md; 2-core CPU shared with other jobs at load 12-22, 2026-11-27): 98 min
-wall, 47.8 CPU-minutes (so >= 24 min on a quiet 2-core machine; the 45-minute target is not
-shown); 0 divergences in the full fit and the 21 validation fits, R-hat 1.015 (copying's θ,
-bounded on one side); held-out grid levels Brier 0.084 (base rate 0.271, PIT 90 % coverage
-0.93), boundary levels 0.338 (base rate 0.292: it loses), leave one family out 0.267 (0.264:
-it loses, barely); out of grid (`:out_of_grid`, 40 min, 16.5 CPU-min) 0.050 against 0.262.
+Measured (docs/meta-model.md; 2-core CPU, 2026-11-27), data seeds 0, 1, 2: full fits 0
+divergences, R-hat <= 1.006, ESS >= 459; validation fits miss (worst R-hat 1.012-1.061, up to
+0.12 % divergent: log θ of a family bounded on one side); held-out grid levels Brier 0.115
+[0.099, 0.136] (base rate 0.268, PIT 90 % coverage 0.95), boundary levels 0.368 (base rate
+0.306: it loses, width 0.87), top levels 0.053 (0.306), leave one family out 0.277 (0.263: it
+loses); out of grid 0.052 against 0.266. TIME_PLACEHOLDER
 
     # replicates: the same with --config.seed=1, 2, then
     python -m jaxcap.meta.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown

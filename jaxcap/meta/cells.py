@@ -23,6 +23,7 @@ FOLD_KEYS = (
     "reference",
     "log_C_center",
     "family_fitted",
+    "family_bracketed",
 )  # what differs between the fits of one table
 
 
@@ -111,10 +112,24 @@ def cell_data(
         "level_family": level_family,
         "reference": np.int32(reference),
         "family_fitted": np.bincount(keys[:, 1], weights=trials, minlength=len(table.families)) > 0,
+        "family_bracketed": bracketed(keys[:, 1], trials, successes, len(table.families)),
         # μ_C's prior is centred on the reference family's levels (its unit is C's unit)
         "log_C_center": np.float64(log_bits[level_family == reference].mean()),
     }
     return data, successes
+
+
+def bracketed(family: np.ndarray, trials: np.ndarray, successes: np.ndarray, n_families: int) -> np.ndarray:
+    """Per family [F]: its fitted cells include one learned by at least half its runs and one
+    learned by fewer, so the data bound its boundary on both sides (model.py samples θ_f centred
+    through the boundary only then; bounded on one side, that is a funnel)."""
+    seen = trials > 0
+    rate = np.where(seen, successes / np.maximum(trials, 1), 0.0)
+    out = np.zeros(n_families, bool)
+    for f in range(n_families):
+        mine = seen & (family == f)
+        out[f] = (rate[mine] >= 0.5).any() and (rate[mine] < 0.5).any()
+    return out
 
 
 def stack_folds(parts: list[tuple[dict, np.ndarray]]) -> tuple[dict, np.ndarray]:

@@ -64,9 +64,13 @@ level effects grows as κ²; with the cap the tail of k is its prior, which NUTS
 
 Parameterization (Papaspiliopoulos et al. 2007; Betancourt & Girolami 2013, arXiv:1312.0906):
 C_a, κ_f and δ_l are non-centred (few architectures, many weakly informed levels: funnels in
-the centred form); a fitted family's θ_f is centred, through its boundary (see `model`). On
-simulated data with 2,000 runs these choices cut NUTS (Hoffman & Gelman 2011, arXiv:1111.4246)
-from 254 to ~35 leapfrog steps per draw. One call is one fit; sizes come from array shapes;
+the centred form); a fitted family's θ_f is centred, through its boundary (see `model`), when
+its cells bracket the boundary (one learned by at least half its seeds, one by fewer:
+`meta_cells.bracketed`), and non-centred when they bound it on one side only, where the centred
+form is a funnel in σ_θ (issue 24: on data seed 2's fold 3, copying learned at every level, 127
+divergences and R-hat 1.061 centred; 0 and 1.004 non-centred, same key). On simulated data with
+2,000 runs these choices cut NUTS (Hoffman & Gelman 2011, arXiv:1111.4246) from 254 to ~35
+leapfrog steps per draw. One call is one fit; sizes come from array shapes;
 held-out cells enter with trials = 0, so every fit of a table has one shape (meta_cells.py).
 """
 
@@ -107,7 +111,8 @@ def model(data: dict, obs=None) -> None:
 
     `data` (arrays): cell_arch, cell_family, cell_level, log_bits, trials [N]; reference [];
     arch_x [A, J] (covariates centred on the fitted architectures); arch_rot [J, J];
-    arch_fitted [A]; arch_saturated []; family_index [F]; family_fitted [F]; level_family [L];
+    arch_fitted [A]; arch_saturated []; family_index [F]; family_fitted [F]; family_bracketed [F];
+    level_family [L];
     log_C_center [].
     `obs`: successes [N].
     """
@@ -137,10 +142,11 @@ def model(data: dict, obs=None) -> None:
     log_c = numpyro.deterministic("log_C", mu_c + data["arch_x"] @ beta + sigma_c * resid)
     # A family with data is sampled through its boundary for the mean architecture,
     # g_f = μ_C − log θ_f ~ N(μ_C − μ_θ, σ_θ), which its cells pin directly (log θ_f itself moves
-    # with μ_C: posterior correlation 0.7 on simulated data); a family without data (the
-    # reference, whose θ is fixed, or a held-out one) is non-centred: a free draw is a funnel.
+    # with μ_C: posterior correlation 0.7 on simulated data), if its cells bracket the boundary;
+    # a family without data (the reference, whose θ is fixed, or a held-out one) or with data on
+    # one side of its boundary only is non-centred: a free draw is a funnel.
     is_ref = data["family_index"] == data["reference"]
-    pinned = data["family_fitted"] & ~is_ref
+    pinned = data["family_fitted"] & data["family_bracketed"] & ~is_ref
     with numpyro.plate("family", n_family):
         loc, scale = jnp.where(pinned, mu_c - mu_t, 0.0), jnp.where(pinned, sigma_t, 1.0)
         raw = numpyro.sample("log_theta_raw", dist.Normal(loc, scale))

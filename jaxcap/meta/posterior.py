@@ -84,6 +84,7 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         "arch_fitted": ("arch",),
         "family_index": ("family",),
         "family_fitted": ("family",),
+        "family_bracketed": ("family",),
         "level_family": ("level",),
     }
     data = by_chain["data"]

@@ -151,3 +151,15 @@ def test_table_row_reads_and_writes_the_keys_of_table_json():
     short = {k: v for k, v in written["rows"][0].items() if k != "source"}
     with pytest.raises(ValueError, match="missing key.*source"):
         meta_data.TableRow.from_json(short)
+
+
+def test_a_family_brackets_its_boundary_only_with_a_learned_and_a_failed_cell():
+    """θ is centred only where the fitted cells bound the boundary on both sides (model.py):
+    a family learned at every level (>= half its seeds), or failed at every level, does not;
+    held-out cells (0 trials) do not count."""
+    family = np.array([0, 0, 0, 1, 1, 2, 2, 3])
+    trials = np.array([4, 4, 4, 4, 4, 4, 0, 4], np.float64)
+    successes = np.array([4, 3, 2, 4, 0, 4, 0, 0], np.float64)
+    got = meta_cells.bracketed(family, trials, successes, 5)
+    # 0: 4/4, 3/4, 2/4 all >= 1/2; 1: 4/4 and 0/4; 2: its failure is held out; 3: only 0/4; 4: no cells
+    np.testing.assert_array_equal(got, [False, True, False, False, False])
