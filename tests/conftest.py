@@ -18,6 +18,14 @@ enable_compilation_cache(CACHE)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
+def pytest_collection_modifyitems(config, items):
+    """How two xdist workers share the work (`--dist loadfile --no-loadscope-reorder`, set in
+    pyproject.toml): one file's tests run in one worker, so a module-scoped launch and the file's
+    in-process compiles happen once, not once per worker; and the files with slow tests are dealt
+    first, so that a long end-to-end test never starts last while short ones fill in the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: files stay whole
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A PostgreSQL URL (JAXCAP_TEST_POSTGRES_URL or a throwaway server); skip if there is none."""
