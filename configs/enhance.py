@@ -1,7 +1,7 @@
 """Capacity enhancements: each variant's effective capacity as a multiplier over the baseline.
 
     python -m jaxcap.launch --config configs/enhance.py          # 2-core CPU
-    python -m jaxcap.launch --config configs/enhance.py:smoke    # 1 family, 2 variants: ~1 CPU-min; the tests
+    python -m jaxcap.launch --config configs/enhance.py:smoke    # 1 family, 2 variants: ~2 CPU-min; tests
     python -m jaxcap.launch --config configs/enhance.py:full     # the seed baseline, accelerator
     python -m jaxcap.launch --config configs/enhance.py:combos   # + combinations of the best variants
 
