@@ -2,7 +2,7 @@
 saturation, with the recipe that stores the most (docs/capacity.md).
 
     python -m jaxcap.launch --config configs/capacity.py            # 2-core CPU: 26 CPU-minutes
-    python -m jaxcap.launch --config configs/capacity.py:smoke      # about a minute; used by the tests
+    python -m jaxcap.launch --config configs/capacity.py:smoke      # ~2 CPU-min cold (4 compiles); the tests
     python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics (3 of them: 8 CPU-min)
     python -m jaxcap.launch --config configs/capacity.py:scale      # the size trend, 1.3k-14k parameters
     python -m jaxcap.launch --config configs/capacity.py:labels     # random labels instead of tokens
@@ -128,13 +128,12 @@ def get_config(arg=None):
         c.task.n_eval = 32
         c.sweep.hparams.update(learning_rate=(1e-2,), b2=(), init_scale=())
         c.capacity.update(annealed=(), search_exposures=0.0)
-        c.sweep.task.dataset_size = (4, 8)  # neither plateaus by 100 exposures: round 2 adds 16, 32
+        c.sweep.task.dataset_size = (4, 8)  # neither plateaus by 100 exposures: round 2 adds 16
         c.capacity.bits_per_param_grid = ()
         c.sweep.seeds = 2
         c.sweep.buckets = ("model.d_model=8,model.n_heads=1,model.d_ff=16", "model.d_model=16")
         c.train.update(steps=400, chunk_steps=20, batch_size=8)
-        c.runtime.checkpoint_every = 1  # the kill test needs the step-40 or -60 checkpoint on disk
-        c.capacity.update(max_rounds=2, extend=2, exposures=(10.0, 20.0, 50.0, 100.0))
+        c.capacity.update(max_rounds=2, extend=1, exposures=(10.0, 20.0, 50.0, 100.0))
         c.note = "smoke test: two tiny models for a few steps"
     elif variant == "full":
         c.capacity.update(

@@ -276,3 +276,26 @@ def level_summary(**fields):
     )
     default |= dict(n_all=2, higher_is_better=True, learned=False)
     return LevelSummary(**(default | fields))
+
+
+def bucket_killer(bucket: str, appends: int) -> str:
+    """`killer`, counting only the evals stored for `bucket`: the launch dies right after that
+    bucket's `appends`-th eval, wherever a resume before it restarted (a killed bucket resumes
+    from whichever of its checkpoints had committed, so a count over all buckets would vary)."""
+    return f"""
+import os, sys
+import jaxcap.results.store as store
+appended = 0
+original = store.Store.append_evals
+def append_then_die(self, bucket, *a, **k):
+    global appended
+    original(self, bucket, *a, **k)
+    appended += bucket == {bucket!r}
+    if appended == {appends}:
+        os._exit(137)
+store.Store.append_evals = append_then_die
+from absl import app
+from jaxcap import launch
+sys.argv = ["launch", *sys.argv[1:]]
+app.run(launch.main, flags_parser=launch._parse)
+"""

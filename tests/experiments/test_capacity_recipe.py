@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import ENV, ROOT, killer
+from helpers import ENV, ROOT, bucket_killer
 from helpers import launch as launch_cmd
 
 from jaxcap.config.base import load_config, validate
@@ -184,18 +184,22 @@ RECIPE_ARGS = [
 ]
 
 
-def _launch(workdir, appends: int = 0) -> subprocess.CompletedProcess:
-    code = killer(appends) if appends else ""
-    return launch_cmd(*RECIPE_ARGS, "--workdir", workdir, killer_code=code, check=False, timeout=900)
+def _launch(workdir, bucket: str = "", appends: int = 0) -> subprocess.CompletedProcess:
+    """A launch of RECIPE_ARGS; with `appends`, killed after that many evals of `bucket`, having
+    checkpointed after every eval (the kill needs a checkpoint inside the bucket)."""
+    kill = ["--config.runtime.checkpoint_every=1"] if appends else []
+    code = bucket_killer(bucket, appends) if appends else ""
+    args = [*RECIPE_ARGS, *kill, "--workdir", workdir]
+    return launch_cmd(*args, killer_code=code, check=False, timeout=900)
 
 
 @pytest.mark.slow
 def test_search_and_annealed_budgets_resume_to_the_same_bytes(tmp_path):
-    """Straight, then killed inside the search (after its 4th of 5 evals, so its step-40 checkpoint
-    is on disk for certain: Orbax starts a save once the previous one committed) and inside an
-    annealed budget (b0n8a100 after 4 of its 5 evals: 5 search + 3 b0n4 + 2 b0n4a50 + 3 b0n4a100
-    + 5 b0n8 + 3 b0n8a50 evals before it) and rerun: the same capacity.jsonl, members.jsonl and
-    evals.jsonl."""
+    """Straight, then one workdir killed twice and rerun: inside the search (after its 4th of 5
+    evals, so its step-40 checkpoint is on disk for certain: Orbax starts a save once the previous
+    one committed), then, by the rerun that resumed the search, inside an annealed budget
+    (b0n8a100 after 4 of its 5 evals, every earlier population measured); the last rerun ends
+    with the same capacity.jsonl, members.jsonl and evals.jsonl as the straight run."""
     straight = tmp_path / "straight"
     out = _launch(straight)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -221,15 +225,15 @@ def test_search_and_annealed_budgets_resume_to_the_same_bytes(tmp_path):
     [summary] = capacity.summarize([r for r in rows], 0.05)
     assert summary["verdict_schedule"] == "annealed" and summary["flat"]["to"] == 100.0
     assert "annealed budget" in out.stdout and "recipe of" in out.stdout
-    for appends in (4, 25):
-        dead = tmp_path / f"killed{appends}"
-        killed = _launch(dead, appends)
-        assert killed.returncode == 137, killed.stderr[-2000:]
-        resumed = _launch(dead)
-        assert resumed.returncode == 0, resumed.stderr[-3000:]
-        assert "resuming from step" in resumed.stdout
-        for name in ("capacity.jsonl", "members.jsonl", "evals.jsonl"):
-            assert (dead / name).read_bytes() == (straight / name).read_bytes(), (appends, name)
+    dead = tmp_path / "killed"
+    for bucket, resumed_from in (("b0search", None), ("b0n8a100", "b0search"), ("", "b0n8a100")):
+        run = _launch(dead, bucket, 4 if bucket else 0)
+        assert run.returncode == (137 if bucket else 0), run.stderr[-3000:]
+        if resumed_from:
+            assert f"[{resumed_from}] resuming from step" in run.stdout, bucket
+    assert "[b0n4a50 " not in run.stdout  # measured before the second kill: read back, not retrained
+    for name in ("capacity.jsonl", "members.jsonl", "evals.jsonl"):
+        assert (dead / name).read_bytes() == (straight / name).read_bytes(), name
 
 
 def test_multiplier_interval_recovers_a_known_ratio_at_its_stated_coverage():
