@@ -16,8 +16,11 @@ TINY = ["--models", "small", "--steps", "2", "--repeats", "1", "--trials", "1"]
 
 
 def _bench(*args, devices=1, stderr=None) -> dict:
+    """The command's JSON; it compiles into the tests' cache (JAXCAP_CACHE, tests/conftest.py),
+    which the bench uses only when told: a rerun, or a program another test compiled, loads."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_NUM_CPU_DEVICES": str(devices)}
-    cmd = [sys.executable, "-m", "jaxcap.bench", *TINY, *args]
+    cache = ["--compilation_cache", os.environ["JAXCAP_CACHE"]]
+    cmd = [sys.executable, "-m", "jaxcap.bench", *TINY, *cache, *args]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     if stderr is not None:
