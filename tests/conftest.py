@@ -60,3 +60,13 @@ def tiny():
     model = ModelConfig.for_task(task.spec, n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
     settings = TrainSettings(steps=20, chunk_steps=10, batch_size=16, eval_batch_size=64)
     return task, model, settings
+
+
+@pytest.fixture(scope="session")
+def fork_server():
+    """A helpers.ForkServer for this test process: launches without ~5 s of imports each."""
+    from helpers import ForkServer
+
+    server = ForkServer()
+    yield server
+    server.close()

@@ -3,7 +3,9 @@ was: a table of cases (keep adding to it). Each case builds a config and a workd
 `run(config, workdir)` in this process, and expects the line the launcher prints for what it
 raised (`launch.one_line`); the launcher itself is exercised for what only it handles (a stray
 argument, `--debug`, a second launch on a workdir in use), and a user without write access is
-played by `nobody` (setpriv) when the tests run as root, since root writes anywhere."""
+played by `nobody` (setpriv) when the tests run as root, since root writes anywhere. Launches
+run in children of the fork server (helpers.ForkServer), as `python -m jaxcap.launch` runs,
+without its seconds of imports each; the one that checks what a launch imports starts afresh."""
 
 import dataclasses
 import os
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import ENV, HOLD, ROOT, launch
+from helpers import ENV, HOLD, ROOT
 from helpers import MODMOD_SMOKE as SMOKE
 
 from jaxcap.config.base import load_config
@@ -324,8 +326,8 @@ def _stderr_line(out) -> str:
 
 
 @pytest.mark.slow
-def test_launcher_refuses_a_stray_argument(tmp_path):
-    out = launch(*SMOKE, "smoke", "--workdir", str(tmp_path / "w"), check=False)
+def test_launcher_refuses_a_stray_argument(tmp_path, fork_server):
+    out = fork_server.launch(*SMOKE, "smoke", "--workdir", str(tmp_path / "w"), check=False)
     assert _stderr_line(out).startswith("usage error: unexpected argument 'smoke'; allowed: flags only")
     assert not (tmp_path / "w").exists()
 
@@ -353,9 +355,9 @@ LAUNCH_CASES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(LAUNCH_CASES))
-def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, name):
+def test_the_launcher_answers_in_one_line_and_leaves_no_workdir(tmp_path, fork_server, name):
     args, start, within = LAUNCH_CASES[name]
-    out = launch(*args(tmp_path), check=False)
+    out = fork_server.launch(*args(tmp_path), check=False)
     line = _stderr_line(out)
     assert line.startswith(start) and within in line, line
     assert not (tmp_path / "w").exists()  # the lock taken first is removed with its empty workdir
@@ -386,9 +388,9 @@ def test_a_second_launch_on_a_workdir_in_use_fails_at_once_naming_the_holder(tmp
 
 
 @pytest.mark.slow
-def test_debug_shows_the_traceback_of_an_input_error(tmp_path):
+def test_debug_shows_the_traceback_of_an_input_error(tmp_path, fork_server):
     existing(smoke(), {"config.json": "{"})(tmp_path)
-    out = launch(*SMOKE, "--workdir", str(tmp_path / "w"), "--debug", check=False)
+    out = fork_server.launch(*SMOKE, "--workdir", str(tmp_path / "w"), "--debug", check=False)
     assert out.returncode != 0 and "Traceback" in out.stderr and "WorkdirError: " in out.stderr
 
 
@@ -489,7 +491,7 @@ def _one_line_on_stderr(out) -> str:
 
 
 @pytest.mark.slow
-def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path):
+def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path, fork_server):
     from jaxcap.core.checkpoint import PopulationCheckpoints
 
     workdir = existing(smoke())(tmp_path)
@@ -500,7 +502,7 @@ def test_every_checkpoint_step_corrupt_is_one_line_and_nothing_else(tmp_path):
     for path in (workdir / "ckpt" / "b0").rglob("*"):
         if path.is_file():
             path.write_bytes(b"\x00garbage")
-    out = launch(*SMOKE, "--workdir", str(workdir), check=False)
+    out = fork_server.launch(*SMOKE, "--workdir", str(workdir), check=False)
     assert _one_line_on_stderr(out).startswith(f"checkpoint error: {workdir / 'ckpt' / 'b0'}: no checkpoint")
 
 
@@ -521,12 +523,13 @@ def small_disk(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small_disk):
+def test_a_full_disk_is_one_line_and_the_rerun_resumes_once_there_is_space(small_disk, fork_server):
     workdir = small_disk / "w"
-    out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir), check=False)
+    args = (*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir))
+    out = fork_server.launch(*args, check=False)
     assert _one_line_on_stderr(out).startswith("error: the disk is full (")
     subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
-    out = launch(*SMOKE, "--config.runtime.progress=False", "--workdir", str(workdir))
+    out = fork_server.launch(*args)
     assert "Traceback" not in out.stderr and len((workdir / "members.jsonl").read_text().splitlines()) == 6
 
 

@@ -1,29 +1,31 @@
 """The command line: one absl family. `--help` answers for every entry point without other flags,
 `--helpfull` and `--flagfile` work, the console scripts point at callables, a stray positional
 argument, a misspelt flag (named as unknown), a bad --sizes or a missing flag is a one-line error,
-and the HPO report's history and importance figures are drawn by optuna.visualization."""
+and the HPO report's history and importance figures are drawn by optuna.visualization. Each
+command line runs as `python -m` runs it, in a child forked from one process of this module that
+imported JAX once (helpers.ForkServer): some 17 commands, each of them seconds of imports alone."""
 
 import importlib
-import subprocess
-import sys
 import tomllib
 
 import pytest
 from helpers import ENV as BASE_ENV
-from helpers import ROOT
+from helpers import ROOT, ForkServer
 
 ENV = {**BASE_ENV, "JAX_PLATFORMS": "cpu"}
 
 
-def cli(module, *args):
-    return subprocess.run(
-        [sys.executable, "-m", f"jaxcap.{module}", *args],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+@pytest.fixture(scope="module")
+def server():
+    server = ForkServer(ENV)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def cli(server):
+    """`python -m jaxcap.<module> args`, forked: its CompletedProcess."""
+    return lambda module, *args: server.run(f"jaxcap.{module}", *args, timeout=300)
 
 
 @pytest.mark.slow
@@ -36,7 +38,7 @@ def cli(module, *args):
         ("predict", "--posterior"),
     ],
 )
-def test_help_works_without_other_flags(module, expected):
+def test_help_works_without_other_flags(cli, module, expected):
     out = cli(module, "--help")
     assert out.returncode == 0, out.stderr[-2000:]
     assert expected in out.stdout and "Traceback" not in out.stderr
@@ -79,14 +81,14 @@ def test_console_scripts_point_at_callables():
         ("report", ["--workdir", "/nonexistent"], "report error: /nonexistent holds no config.json"),
     ],
 )
-def test_stray_arguments_are_one_line_errors(module, args, message):
+def test_stray_arguments_are_one_line_errors(cli, module, args, message):
     out = cli(module, *args)
     assert out.returncode != 0 and message in out.stderr, out.stderr[-2000:]
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.slow
-def test_flagfile_and_helpfull_work_on_every_entry_point(tmp_path):
+def test_flagfile_and_helpfull_work_on_every_entry_point(cli, tmp_path):
     """--flagfile reads flags from a file (launch used to answer "--config: required");
     --helpfull lists absl's own flags as well."""
     flagfile = tmp_path / "flags"

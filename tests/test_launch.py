@@ -1,6 +1,8 @@
 """The real entry point on the smoke config: end to end, finished-run detection, kill-and-resume
 with identical results (a real SIGKILL with a checkpoint save in flight, and a simulated kill at
-every phase boundary of a run), a finished run with torn tables, and one-line flag errors."""
+every phase boundary of a run), a finished run with torn tables, and one-line flag errors.
+Besides the shared smoke run (conftest.py), launches are children of the fork server
+(helpers.ForkServer): `python -m jaxcap.launch` without its seconds of imports each time."""
 
 import json
 import shutil
@@ -9,7 +11,6 @@ from pathlib import Path
 import pytest
 from helpers import MODMOD_SMOKE as SMOKE
 from helpers import ROOT, killer, run_killed_then_resumed
-from helpers import launch as _launch
 
 pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
 
@@ -20,8 +21,13 @@ pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the
 KILLER = killer(3, json_delay_s=0.5)
 
 
-def launch(*args, killer=False, check=True):
-    return _launch(*args, killer_code=KILLER if killer else "", check=check)
+@pytest.fixture
+def forked(fork_server):
+    """A launch (killed after chunk 3 with `killer`) forked from the fork server (helpers.ForkServer),
+    as `python -m jaxcap.launch` / `python -c KILLER` would run it, without paying their imports."""
+    return lambda *args, killer=False, check=True: fork_server.launch(
+        *args, killer_code=KILLER if killer else "", check=check
+    )
 
 
 def _rows(workdir):
@@ -31,7 +37,7 @@ def _rows(workdir):
     return rows
 
 
-def test_smoke_end_to_end_then_finished(modmod_smoke):
+def test_smoke_end_to_end_then_finished(modmod_smoke, forked):
     workdir, out = modmod_smoke
     assert "modulus" in out.stdout and "median" in out.stdout  # the table
     for name in (
@@ -48,19 +54,19 @@ def test_smoke_end_to_end_then_finished(modmod_smoke):
     evals = (workdir / "evals.jsonl").read_text().splitlines()
     assert len(evals) == 6 * 4  # members x (40 steps / 10 per chunk)
     before = {p: p.read_bytes() for p in workdir.glob("*.jsonl")}
-    again = launch(*SMOKE, "--workdir", str(workdir))
+    again = forked(*SMOKE, "--workdir", str(workdir))
     assert "finished" in again.stdout and before == {p: p.read_bytes() for p in workdir.glob("*.jsonl")}
     assert "wrote members.jsonl" in out.stdout and "reused members.jsonl, members.csv" in again.stdout
     assert "wrote members.jsonl" not in again.stdout  # a finished rerun touched no table
 
 
-def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, modmod_smoke):
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, modmod_smoke, forked):
     straight, killed = modmod_smoke[0], tmp_path / "killed"
-    dead = launch(*SMOKE, "--workdir", str(killed), killer=True, check=False)
+    dead = forked(*SMOKE, "--workdir", str(killed), killer=True, check=False)
     assert dead.returncode == 137, dead.stderr[-2000:]
     assert not (killed / "members.jsonl").exists()
     assert len((killed / "evals.jsonl").read_text().splitlines()) == 18  # 3 evals, at most 2 checkpointed
-    resumed = launch(*SMOKE, "--workdir", str(killed))
+    resumed = forked(*SMOKE, "--workdir", str(killed))
     assert "resuming from step 10" in resumed.stdout  # step 20 was in flight
     assert _rows(straight) == _rows(killed)
     assert (straight / "evals.jsonl").read_text() == (killed / "evals.jsonl").read_text()
@@ -75,8 +81,8 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, modmod_smoke):
         ("--config.train.batch_size=abc", "config.train.batch_size"),
     ],
 )
-def test_bad_config_is_one_line_before_compiling(tmp_path, override, message):
-    out = launch(*SMOKE, override, "--workdir", str(tmp_path / "w"), check=False)
+def test_bad_config_is_one_line_before_compiling(tmp_path, forked, override, message):
+    out = forked(*SMOKE, override, "--workdir", str(tmp_path / "w"), check=False)
     assert out.returncode != 0
     lines = [line for line in out.stderr.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], out.stderr
@@ -84,13 +90,15 @@ def test_bad_config_is_one_line_before_compiling(tmp_path, override, message):
     assert not (tmp_path / "w").exists()
 
 
-def test_buckets_from_the_command_line(tmp_path):
-    out = launch(
-        *SMOKE, "--config.sweep.buckets=('model.n_layers=1','model.n_layers=2')", "--workdir", str(tmp_path)
-    )
+def test_buckets_from_the_command_line(tmp_path, forked):
+    """Two buckets that share the smoke run's compiled program (hparams are traced; buckets of
+    another architecture are trained by the recall and capacity smoke tests)."""
+    buckets = "('hparams.learning_rate=0.003','hparams.learning_rate=0.005')"
+    out = forked(*SMOKE, f"--config.sweep.buckets={buckets}", "--workdir", str(tmp_path))
     rows = _rows(tmp_path)
     assert {r["bucket"] for r in rows} == {"b0", "b1"} and len(rows) == 12
-    assert "bucket" in out.stdout and "model.n_layers=2" in out.stdout
+    assert {r["hparams"]["learning_rate"] for r in rows if r["bucket"] == "b1"} == {0.005}
+    assert "bucket" in out.stdout and "hparams.learning_rate=0.005" in out.stdout
     assert (tmp_path / "curves.zarr" / "b1").exists()
 
 

@@ -86,18 +86,10 @@ def test_inspect_run_refuses_a_missing_workdir_without_creating_it(tmp_path, mon
     assert not (ROOT / "runs" / "does-not-exist").exists() and not (NOTEBOOKS / "runs").exists()
 
 
-def test_quickstart_reserves_parallel_nuts_chains_in_a_kernel(tmp_path, monkeypatch):
-    """The cells before training, in a fresh kernel: the config cell reserves a CPU device per
-    NUTS chain before JAX starts, so the chains run in parallel as the text says."""
-    notebook = nbformat.read(QUICKSTART, as_version=4)
-    upto = [c.id for c in notebook.cells].index("devices")
-    notebook.cells = notebook.cells[: upto + 1]
-    _client(notebook, tmp_path, monkeypatch).execute()
-    assert "NUTS chains: 2, parallel" in _text(notebook, "devices")
-
-
 @pytest.mark.slow
 def test_quickstart_runs_a_smoke_calibration(tmp_path, monkeypatch):
+    """Top to bottom in a fresh kernel; the config cell reserves a CPU device per NUTS chain
+    before JAX starts, so the chains run in parallel as the text says (the devices cell)."""
     monkeypatch.setenv("JAXCAP_NOTEBOOK_WORKDIR", str(tmp_path / "run"))
     # JAXCAP_CACHE (the shared compilation cache) is set by conftest.py; the kernel inherits it
     notebook = nbformat.read(QUICKSTART, as_version=4)
