@@ -276,3 +276,12 @@ def level_summary(**fields):
     )
     default |= dict(n_all=2, higher_is_better=True, learned=False)
     return LevelSummary(**(default | fields))
+
+
+def meta_nuts():
+    """The NUTS settings of the meta-model tests on simulated data (test_metamodel,
+    test_meta_anchor, test_meta_bench): every fit of the simulated table's shape runs one
+    sampler program, compiled once (then the persistent cache) for all of them."""
+    from jaxcap.meta.fit import NutsSettings
+
+    return NutsSettings(warmup=300, samples=300, chains=2, seed=0)
