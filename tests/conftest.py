@@ -70,3 +70,28 @@ def fork_server():
     server = ForkServer()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def meta_simulated():
+    """The meta-model's simulated table: default_truth(n_levels=6), 2 archs x 4 families x 6
+    levels x 3 seeds, rng 0: (truth, table, level effects). Readers only."""
+    import numpy as np
+
+    from jaxcap.meta import data as meta_data
+    from jaxcap.meta import simulate as meta_simulate
+
+    truth = meta_simulate.default_truth(n_levels=6)
+    rows, effects = meta_simulate.simulate_rows(truth, seeds=3, rng=np.random.default_rng(0))
+    return truth, meta_data.build_table(rows), effects
+
+
+@pytest.fixture(scope="session")
+def meta_fitted(meta_simulated):
+    """One NUTS fit (helpers.meta_nuts) of `meta_simulated`: (posterior, by-chain arrays), read by
+    test_metamodel and test_meta_anchor, so a test process fits it once. Readers only."""
+    from helpers import meta_nuts
+
+    from jaxcap.meta import fit as meta_fit
+
+    return meta_fit.fit(meta_simulated[1], meta_nuts())

@@ -300,6 +300,7 @@ sys.argv = ["launch", *sys.argv[1:]]
 app.run(launch.main, flags_parser=launch._parse)
 """
 
+
 # The fork server: see ForkServer. Its children run the entry point as `python -m` would, as
 # __main__ with its own flags, stdout, stderr and exit status; the server itself only imports.
 FORK_SERVER = """
@@ -395,3 +396,12 @@ class ForkServer:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
         self.log.close()
+
+
+def meta_nuts():
+    """The NUTS settings of the meta-model tests on simulated data (test_metamodel,
+    test_meta_anchor, test_meta_bench): every fit of the simulated table's shape runs one
+    sampler program, compiled once (then the persistent cache) for all of them."""
+    from jaxcap.meta.fit import NutsSettings
+
+    return NutsSettings(warmup=300, samples=300, chains=2, seed=0)

@@ -49,10 +49,13 @@ def overrides(storage: str, name: str, n_trials: int, batch: int) -> list[str]:
     ]
 
 
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "JAXCAP_CACHE": str(ROOT / ".jax_cache")}
+
+
 def _start(args: list[str], workdir: Path, log) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXCAP_CACHE": str(ROOT / ".jax_cache")}
     cmd = [sys.executable, "-m", "jaxcap.launch", *args, "--workdir", str(workdir)]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
 
 
 def _since(log: Path, offset: int) -> str:
@@ -111,7 +114,9 @@ def run_workers(args: list[str], out: Path, n_workers: int, n_kills: int, rng: r
 
 
 def count(storage: str, name: str, workdirs: list[Path], seeds: int, reference: dict | None) -> dict:
-    """What the storage and the workdirs hold: lost, duplicated, left RUNNING, value differences."""
+    """What the storage and the workdirs hold: lost, duplicated, left RUNNING, value differences.
+    Values are keyed by level and trial ("/modulus=5#0"), not by the study name: a reference run
+    under another name compares."""
     import optuna
 
     from jaxcap.experiments.hpo import study as study_lib
@@ -137,9 +142,10 @@ def count(storage: str, name: str, workdirs: list[Path], seeds: int, reference: 
             elif len(held) > 1 or sum(held.values()) != seeds:
                 duplicated.append(key)
             if t.values:
-                values[f"{key[0]}#{key[1]}"] = t.values[0]
-                if reference is not None and f"{key[0]}#{key[1]}" in reference:
-                    diffs.append(abs(t.values[0] - reference[f"{key[0]}#{key[1]}"]))
+                level = f"{key[0][len(name) :]}#{key[1]}"
+                values[level] = t.values[0]
+                if reference is not None and level in reference:
+                    diffs.append(abs(t.values[0] - reference[level]))
     duplicated += list(holders)  # rows of trials the storage does not hold
     return {
         "trials": sum(states.values()),
@@ -155,30 +161,47 @@ def count(storage: str, name: str, workdirs: list[Path], seeds: int, reference: 
     }
 
 
-def soak(
-    kind: str, out: Path, workers: int, kills: int, n_trials: int, batch: int, seed: int, url: str = ""
-) -> dict:
-    rng, name = random.Random(seed), f"soak-{uuid.uuid4().hex[:8]}"
-    storage = {"sqlite": f"sqlite:///{out / 'shared.db'}", "journal": str(out / "shared.log")}.get(kind, url)
-    args = overrides(storage, name, n_trials, batch)
-    start = time.time()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXCAP_CACHE": str(ROOT / ".jax_cache")}
-    subprocess.run(
-        [sys.executable, "-m", "jaxcap.launch", *args, "--create_studies"], cwd=ROOT, env=env, check=True
-    )
-    happened = run_workers(args, out, workers, kills, rng)
-    wall = time.time() - start
-    # the reference: one worker, never killed, on its own storage (same trials, same draws)
+def reference_values(out: Path, n_trials: int, batch: int) -> dict:
+    """One worker, never killed, on its own journal: each trial's value by level and trial number.
+    The draws depend on the level and the trial number only, so one reference serves the soaks of
+    every storage with the same sizes."""
+    name = f"ref-{uuid.uuid4().hex[:8]}"
     ref_args = overrides(str(out / "ref.log"), name, n_trials, batch)
     ref = subprocess.run(
         [sys.executable, "-m", "jaxcap.launch", *ref_args, "--workdir", str(out / "ref")],
         cwd=ROOT,
-        env=env,
+        env=_env(),
         capture_output=True,
         text=True,
     )
     assert ref.returncode == 0, ref.stderr[-2000:]
-    reference = count(str(out / "ref.log"), name, [out / "ref"], 2, None)["values"]
+    return count(str(out / "ref.log"), name, [out / "ref"], 2, None)["values"]
+
+
+def soak(
+    kind: str,
+    out: Path,
+    workers: int,
+    kills: int,
+    n_trials: int,
+    batch: int,
+    seed: int,
+    url: str = "",
+    reference: dict | None = None,
+) -> dict:
+    """Create the studies, run the workers with their kills, count; `reference` (from
+    `reference_values` with the same n_trials and batch) or a reference run of its own."""
+    rng, name = random.Random(seed), f"soak-{uuid.uuid4().hex[:8]}"
+    storage = {"sqlite": f"sqlite:///{out / 'shared.db'}", "journal": str(out / "shared.log")}.get(kind, url)
+    args = overrides(storage, name, n_trials, batch)
+    start = time.time()
+    subprocess.run(
+        [sys.executable, "-m", "jaxcap.launch", *args, "--create_studies"], cwd=ROOT, env=_env(), check=True
+    )
+    happened = run_workers(args, out, workers, kills, rng)
+    wall = time.time() - start
+    if reference is None:
+        reference = reference_values(out, n_trials, batch)
     counted = count(storage, name, [out / f"w{i}" for i in range(workers)], 2, reference)
     counted.pop("values")
     logs = "".join((out / f"w{i}.log").read_text(errors="replace") for i in range(workers))

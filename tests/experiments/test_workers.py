@@ -19,14 +19,16 @@ SCRIPTS = sorted([*(ROOT / "launch").glob("*.sh"), *(ROOT / "launch").glob("*.sb
 PLACEHOLDERS = {"x", "x.y", "a.b"}  # `[--config.x=y ...]` in usage lines
 
 
-# the smoke sweep cut to 2 trials per level, one per round, of 20 steps: a worker costs its start,
-# one or two rounds and its report (the population shape of :smoke with batch_trials=1)
-SHARED = ("--config.study.n_trials=2", "--config.study.batch_trials=1", "--config.train.steps=20")
+# the smoke sweep cut to 20 steps and 4 trials per level: two rounds, one for each worker; a worker
+# costs its start, one or two rounds and its report. A round is the population of :smoke (3 levels
+# x 2 trials x 2 seeds), the shape that test_soak and test_sweep's kill-and-resume launch too: the
+# compiled programs of one of them are persistent-cache hits for the others
+SHARED = ("--config.study.n_trials=4", "--config.study.batch_trials=2", "--config.train.steps=20")
 
 
 def _config(storage: str, name: str = ""):
     c = hpo_smoke_config(storage)
-    c.study.update(n_trials=2, batch_trials=1, name=name)
+    c.study.update(n_trials=4, batch_trials=2, name=name)
     c.train.steps = 20
     validate(c)
     return c
@@ -45,14 +47,14 @@ def test_studies_created_once_then_two_workers_share_a_journal_file(tmp_path):
     storage = f"--config.study.storage={tmp_path / 'shared.log'}"
     out = finish(start(*HPO_SMOKE, *SHARED, storage, "--create_studies"))
     levels = [f"modulo/modulus={n}" for n in (5, 7, 10)]
-    assert out.splitlines() == [f"created {name}: 2 trials (2 waiting)" for name in levels]
+    assert out.splitlines() == [f"created {name}: 4 trials (4 waiting)" for name in levels]
     c = _config(str(tmp_path / "shared.log"))
     again = study_lib.create_studies(c, tmp_path)  # idempotent: nothing new, no budget queued twice
-    assert again == [f"exists  {name}: 2 trials (2 waiting)" for name in levels]
+    assert again == [f"exists  {name}: 4 trials (4 waiting)" for name in levels]
     check_budget(c, tmp_path, _workers(tmp_path, [storage]))
     for line in study_lib.create_studies(c, tmp_path):  # finished: nothing waiting or running
         assert re.fullmatch(
-            r"exists  modulo/modulus=\d+: 2 trials \((\d (complete|fail|pruned)(, )?)+\)", line
+            r"exists  modulo/modulus=\d+: 4 trials \((\d (complete|fail|pruned)(, )?)+\)", line
         )
 
 
@@ -61,7 +63,7 @@ def test_workers_share_studies_on_postgresql(tmp_path, postgres):
     name = f"test-{uuid.uuid4().hex[:8]}"  # a server from the environment may hold other studies
     c = _config(postgres, name)
     created = study_lib.create_studies(c, tmp_path)  # the same function as --create_studies
-    assert created == [f"created {name}/modulus={n}: 2 trials (2 waiting)" for n in (5, 7, 10)]
+    assert created == [f"created {name}/modulus={n}: 4 trials (4 waiting)" for n in (5, 7, 10)]
     args = (f"--config.study.storage={postgres}", f"--config.study.name={name}")
     check_budget(c, tmp_path, _workers(tmp_path, args))
 

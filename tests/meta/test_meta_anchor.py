@@ -3,7 +3,8 @@ anchor.py): anchoring is a gauge change (every prediction and boundary unchanged
 the generating C and θ when the anchor is the true C_mem, the capacity seeds' spread widens C,
 and the calibrate side matches architectures and refuses a run that measured none of them.
 
-One small NUTS fit on simulated data (2 chains x 300 + 300: 10-30 s on a 2-core CPU).
+One small NUTS fit on simulated data (helpers.meta_nuts; conftest.py's `meta_fitted`, the fit
+test_metamodel reads too).
 """
 
 import math
@@ -15,21 +16,17 @@ import pytest
 from jaxcap.experiments.calibrate import anchor as calibrate_anchor
 from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
-from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import model as metamodel
-from jaxcap.meta import simulate as meta_simulate
 
-NUTS = meta_fit.NutsSettings(warmup=300, samples=300, chains=2, seed=0)
 SATURATION = 2.0  # the truth: calibrate's reference boundary is half of what saturation stores
 
 
 @pytest.fixture(scope="module")
-def fitted():
-    truth = meta_simulate.default_truth(n_levels=6)
-    rows, _ = meta_simulate.simulate_rows(truth, seeds=3, rng=np.random.default_rng(0))
-    table = meta_data.build_table(rows)
-    posterior, by_chain = meta_fit.fit(table, NUTS)
+def fitted(meta_simulated, meta_fitted):
+    """The simulated table and its fit, shared with test_metamodel (conftest.py)."""
+    truth, table, _ = meta_simulated
+    posterior, by_chain = meta_fitted
     return truth, table, posterior, by_chain
 
 

@@ -5,7 +5,7 @@ import dataclasses
 import json
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, meta_nuts
 
 from jaxcap.config.base import load_config
 from jaxcap.meta import bench as meta_bench
@@ -19,10 +19,15 @@ def test_default_nuts_settings_are_calibrates():
 
 @pytest.mark.slow  # a NUTS fit timed end to end
 def test_bench_prints_json(capsys):
-    args = ["--rows", "80", "--families", "2", "--seeds", "2", "--warmup", "60", "--samples", "60"]
-    code = meta_bench.main([*args, "--chains", "1", "--repeats", "1"])
+    """The table and settings of the meta-model tests' fit (conftest.py's `meta_fitted`: 2 archs x
+    4 families x 6 levels x 3 seeds, helpers.meta_nuts): the sampler program those tests compile,
+    so after them this is a persistent-cache hit (a sampler compile costs more than this fit)."""
+    nuts = meta_nuts()
+    args = ["--rows", "144", "--families", "4", "--seeds", "3", "--warmup", str(nuts.warmup)]
+    args += ["--samples", str(nuts.samples), "--chains", str(nuts.chains)]
+    code = meta_bench.main([*args, "--repeats", "1"])
     out = json.loads(capsys.readouterr().out)
-    assert code == 0 and out["rows"] == 80 and out["families"] == 2 and out["archs"] == 2
+    assert code == 0 and out["rows"] == 144 and out["families"] == 4 and out["archs"] == 2
     (run,) = out["runs"]
     assert run["seconds"] > 0 and run["divergences"] >= 0 and run["mean_leapfrog_steps"] > 0
     assert out["target"] == {"seconds": 60, "max_rhat": 1.01, "divergences": 0}

@@ -2,7 +2,10 @@
 scale is fixed, held-out predictions beat the baselines, the posterior round-trips through
 netCDF (and ArviZ reads it), and predict moves the right way and uses fitted level effects.
 
-NUTS is kept small (2 chains x 300 + 300); on a 2-core CPU each run takes 10-30 s.
+NUTS is kept small (2 chains x 300 + 300, helpers.meta_nuts); on a 2-core CPU each run takes
+10-30 s, and compiling its sampler ~35 CPU-s: every fit here has the simulated table's shape, so
+one program (then persistent-cache hits) serves them all, and test_meta_anchor reads the same fit
+(conftest.py's `meta_fitted`).
 """
 
 import dataclasses
@@ -12,6 +15,7 @@ import math
 import jax
 import numpy as np
 import pytest
+from helpers import meta_nuts
 from numpyro import handlers
 from scipy.stats import betabinom
 
@@ -26,20 +30,17 @@ from jaxcap.meta.cells import cell_data, stack_folds
 
 pytestmark = pytest.mark.slow  # NUTS fits of the meta-model on simulated data: the full tier
 
-NUTS = meta_fit.NutsSettings(warmup=300, samples=300, chains=2, seed=0)
+NUTS = meta_nuts()  # every fit here has the simulated table's shape: one sampler program
 
 
 @pytest.fixture(scope="module")
-def simulated():
-    truth = meta_simulate.default_truth(n_levels=6)  # 2 archs x 4 families x 6 levels x 3 seeds
-    rows, effects = meta_simulate.simulate_rows(truth, seeds=3, rng=np.random.default_rng(0))
-    return truth, meta_data.build_table(rows), effects
+def simulated(meta_simulated):
+    return meta_simulated  # 2 archs x 4 families x 6 levels x 3 seeds (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def fitted(simulated, tmp_path_factory):
-    _, table, _ = simulated
-    posterior, by_chain = meta_fit.fit(table, NUTS)
+def fitted(meta_fitted, tmp_path_factory):
+    posterior, by_chain = meta_fitted  # the fit test_meta_anchor reads too (conftest.py)
     path = meta_posterior.save_posterior(
         tmp_path_factory.mktemp("post") / "posterior.nc", posterior, by_chain
     )
