@@ -73,7 +73,7 @@ def test_small_study_end_to_end(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=2400,  # above the sum of the script's own part timeouts at SMALL=1 (1,800 s)
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     [page] = (tmp_path / "out").glob("*-small.json")
