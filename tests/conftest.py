@@ -64,8 +64,8 @@ def tiny():
 
 @pytest.fixture(scope="session")
 def fork_server():
-    """A helpers.ForkServer for this test process: launches without ~5 s of imports each."""
-    from helpers import ForkServer
+    """A fork_server.ForkServer for this test process: launches without ~5 s of imports each."""
+    from fork_server import ForkServer
 
     server = ForkServer()
     yield server

@@ -4,7 +4,7 @@ was: a table of cases (keep adding to it). Each case builds a config and a workd
 raised (`launch.one_line`); the launcher itself is exercised for what only it handles (a stray
 argument, `--debug`, a second launch on a workdir in use), and a user without write access is
 played by `nobody` (setpriv) when the tests run as root, since root writes anywhere. Launches
-run in children of the fork server (helpers.ForkServer), as `python -m jaxcap.launch` runs,
+run in children of the fork server (fork_server.ForkServer), as `python -m jaxcap.launch` runs,
 without its seconds of imports each; the one that checks what a launch imports starts afresh."""
 
 import dataclasses

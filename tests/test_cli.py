@@ -3,14 +3,15 @@
 argument, a misspelt flag (named as unknown), a bad --sizes or a missing flag is a one-line error,
 and the HPO report's history and importance figures are drawn by optuna.visualization. Each
 command line runs as `python -m` runs it, in a child forked from one process of this module that
-imported JAX once (helpers.ForkServer): some 17 commands, each of them seconds of imports alone."""
+imported JAX once (fork_server.ForkServer): some 17 commands, each of them seconds of imports alone."""
 
 import importlib
 import tomllib
 
 import pytest
+from fork_server import ForkServer
 from helpers import ENV as BASE_ENV
-from helpers import ROOT, ForkServer
+from helpers import ROOT
 
 ENV = {**BASE_ENV, "JAX_PLATFORMS": "cpu"}
 

@@ -2,7 +2,7 @@
 with identical results (a real SIGKILL with a checkpoint save in flight, and a simulated kill at
 every phase boundary of a run), a finished run with torn tables, and one-line flag errors.
 Besides the shared smoke run (conftest.py), launches are children of the fork server
-(helpers.ForkServer): `python -m jaxcap.launch` without its seconds of imports each time."""
+(fork_server.ForkServer): `python -m jaxcap.launch` without its seconds of imports each time."""
 
 import json
 import shutil
@@ -23,7 +23,7 @@ KILLER = killer(3, json_delay_s=0.5)
 
 @pytest.fixture
 def forked(fork_server):
-    """A launch (killed after chunk 3 with `killer`) forked from the fork server (helpers.ForkServer),
+    """A launch (killed after chunk 3 with `killer`) forked from the fork server (fork_server.ForkServer),
     as `python -m jaxcap.launch` / `python -c KILLER` would run it, without paying their imports."""
     return lambda *args, killer=False, check=True: fork_server.launch(
         *args, killer_code=KILLER if killer else "", check=check
