@@ -5,6 +5,7 @@
     python -m jaxcap.launch --config configs/calibrate.py:full     # seed design's scale, accelerator
     python -m jaxcap.launch --config configs/calibrate.py:hpo      # one Optuna study per level
     python -m jaxcap.launch --config configs/calibrate.py:domains  # + Markov LM, sentiment, ARC, RNA
+    python -m jaxcap.launch --config configs/calibrate.py:device   # the device study's part (H100)
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
@@ -146,6 +147,8 @@ def families(variant: str) -> dict:
         for name, levels in OUT_OF_GRID.items():
             (knob,) = out[name]["levels"]
             out[name]["levels"] = {knob: levels}
+    if variant == "device":  # the three families the device study was sized for
+        out = {k: out[k] for k in ("random_labels", "modulo", "parity")}
     if variant in ("smoke", "hpo_smoke"):
         out = {
             "random_labels": dict(
@@ -163,7 +166,7 @@ def families(variant: str) -> dict:
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg, ("smoke", "full", "hpo", "hpo_smoke", "domains", "out_of_grid"))
+    variant = parse_arg(arg, ("smoke", "full", "hpo", "hpo_smoke", "domains", "out_of_grid", "device"))
     c = base_config("modulo")  # config.task is unused: every family names its own task
     c.experiment = "calibrate"
     c.model.update(n_layers=2, d_model=32, n_heads=4, d_head=8, d_ff=128)  # 26k params: 5 families fit
@@ -203,6 +206,15 @@ def get_config(arg=None):
         c.train.update(steps=20_000, chunk_steps=1000, batch_size=256)
         c.calibrate.nuts.update(warmup=1000, samples=1000)
         c.note = "the seed baseline model at the seed design's scale"
+    elif variant == "device":  # launch/device_study.sh: C of the seed baseline, no held-out fits
+        c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
+        c.hparams.learning_rate = 1e-3
+        c.train.update(steps=3000, batch_size=128)
+        c.sweep.seeds = 3
+        c.calibrate.design.rounds = 0  # the grid only: a bisection round costs a compile (~28 s on an H100)
+        c.calibrate.nuts.update(warmup=300, samples=300, chains=2)
+        c.calibrate.validation.update(folds=0, designs=())
+        c.note = "the device study: the seed baseline (d_model 256) on three families, 4 grid levels each"
     if variant in ("hpo", "hpo_smoke"):
         add_level_search(c, smoke=variant == "hpo_smoke")
     return c

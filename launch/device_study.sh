@@ -3,14 +3,16 @@
 #
 #   1. here (CPU machine, network), once:  bash launch/device_study.sh wheels
 #      downloads what the device image lacks (ml-collections, optuna and its needs, arviz and its
-#      needs) into .whl/, which .git/info/exclude ignores;
+#      needs, numpyro 0.22: the image has 0.21) into .whl/, which .git/info/exclude ignores;
 #   2. device, two calls on the same warm machine (the parts of `one` leave their results in
 #      /tmp/device_study, which `two` reads; every part has its own timeout):
-#        run(command="COMMIT=<hash> bash launch/device_study.sh one", carry=[".whl"], timeout_s=420)
-#        run(command="bash launch/device_study.sh two", carry=[".whl"], timeout_s=420)
-#      (`one`: speed, grokking, ~260 s predicted; `two`: capacity, calibrate, the page, ~320 s)
-#      `two` writes the results page into $OUT: <date>-<device>.md, .json and one figure per part
-#      (copy them into docs/results/). `all` runs both in one command.
+#        run(command="COMMIT=<hash> bash launch/device_study.sh one", carry=[".whl"], timeout_s=430)
+#        run(command="COMMIT=<hash> bash launch/device_study.sh two", carry=[".whl"], timeout_s=460)
+#      (`one`: speed, grokking; `two`: capacity, calibrate, the page; docs/results/README.md has
+#      each part's predicted and measured time). `two` writes the results page into $OUT:
+#      <date>-<device>.md, .json and one figure per part (copy them into docs/results/). `all`
+#      runs both in one command. A session whose device time does not cover both runs the parts
+#      the latest page lacks (the 2026-11-27 H100 page: `two`); the page marks the others "not run".
 #   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
 #      (the smoke variants and one speed run, grok float32: what the page needs; ~10 min on the shared
 #      2-core CPU, compiles dominating; each part's timeout is wall time). Its page is labelled and
@@ -18,9 +20,11 @@
 #
 # Parts (docs/results/README.md): speed (the issue 19 bench: grok P = 256 in bfloat16 and TF32,
 # the seed baseline P = 256 in bfloat16), grokking (configs/grokking.py:full), capacity (two
-# architectures larger than the CPU ones), calibrate (the seed baseline on three families, reduced levels).
-# Each part's predicted time (jaxcap.benchmarks.device_time, from the lowered step's matmul bytes
-# and the H100 throughput measured before) is printed beside its measured wall time.
+# architectures larger than the CPU ones), calibrate (configs/calibrate.py:device: the seed
+# baseline on three families, reduced levels). Each part's predicted time
+# (jaxcap.benchmarks.device_time, refitted to the 2026-11-27 H100 run) is printed beside its
+# measured wall time; each part's stderr is kept in $STUDY/NAME.log, so a part stopped by its
+# timeout still shows on the page what it had finished.
 # Needs: a CUDA jax with flax/optax/numpyro/orbax/tensorstore (the device image) and .whl/ from
 # `wheels` (optuna, ml-collections, arviz, h5netcdf and their needs); SMALL=1: only this project's venv.
 set -u
@@ -32,7 +36,8 @@ if [ "${1:-}" = wheels ]; then
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .whl ml-collections==1.1.0 optuna==5.0.0 colorlog==6.12.0 alembic==1.20.1 sqlalchemy==2.1.9 \
-    mako==1.4.3 arviz==0.23.4 xarray-einstats==0.9.1 h5netcdf==1.8.2 platformdirs==4.14.8 || exit
+    mako==1.4.3 arviz==0.23.4 xarray-einstats==0.9.1 h5netcdf==1.8.2 platformdirs==4.14.8 \
+    numpyro==0.22.0 || exit
   ls .whl
   exit
 fi
@@ -57,28 +62,29 @@ if [ "$SMALL" = 1 ]; then  # the smoke variants: the plumbing, not a measurement
   GROK=(configs/grokking.py:smoke)
   CAP=(configs/capacity.py:smoke --config.capacity.max_rounds=1)
   CAL=(configs/calibrate.py:smoke --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()")
-  T_SPEED=600 T_GROK=400 T_CAP=400 T_CAL=500  # a shared 2-core CPU: compiles dominate
+  T_RUNS=(300) T_GROK=400 T_CAP=400 T_CAL=500  # a shared 2-core CPU: compiles dominate
 else
   SPEED='{"runs": [["grok", "bfloat16"], ["grok", "float32"], ["baseline", "bfloat16"]], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}'
   GROK=(configs/grokking.py:full)
   ARCHS='("model.d_ff=64", "model.d_model=32,model.n_heads=2,model.d_head=16,model.d_ff=128")'  # 4,080 and 14,288 params
   CAP=(configs/capacity.py:full "--config.sweep.buckets=$ARCHS" "--config.capacity.bits_per_param_grid=(2.0, 4.0, 8.0)"
-    --config.capacity.max_rounds=1 --config.train.chunk_steps=200)
-  CAL=(configs/calibrate.py --config.model.d_model=256 --config.model.n_heads=8 --config.model.d_head=32
-    --config.model.d_ff=1024 --config.hparams.learning_rate=0.001 --config.train.steps=3000
-    --config.train.batch_size=128 --config.sweep.seeds=3 --config.calibrate.design.rounds=1
-    --config.calibrate.nuts.warmup=300 --config.calibrate.nuts.samples=300 --config.calibrate.nuts.chains=2
-    --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()")  # C only: no held-out fits
-  T_SPEED=150 T_GROK=210 T_CAP=170 T_CAL=180  # seconds; launch/device_study_predicted.json predicts each
+    --config.capacity.max_rounds=1 --config.train.chunk_steps=200
+    "--config.note=the device study: two architectures (4,080 and 14,288 params), sizes 2-8 x params, one round")
+  CAL=(configs/calibrate.py:device)  # C only: no held-out fits
+  # seconds; measured on the H100 2026-11-27 (one, two): speed runs 42, 41 and > 50 (its compile
+  # and 2 x 3 timed chunks), grokking 197, capacity > 170 (at its last run), calibrate > 180 (then
+  # 5 families and a bisection round: :device is 3 families, grid only)
+  T_RUNS=(45 45 75) T_GROK=230 T_CAP=220 T_CAL=200
 fi
 
-step() {  # step NAME TIMEOUT COMMAND...: stdout to $STUDY/NAME.out, everything to the log, wall time to NAME.rc
+step() {  # step NAME TIMEOUT COMMAND...: stdout to $STUDY/NAME.out, stderr to NAME.log, both to the log
   local name=$1 limit=$2
   shift 2
   echo "=== $name (timeout $limit s): $*" >> "$LOG"
   local start=$SECONDS
-  timeout "$limit" "$@" > "$STUDY/$name.out" 2>> "$LOG"
+  timeout "$limit" "$@" > "$STUDY/$name.out" 2> "$STUDY/$name.log"
   local rc=$?
+  cat "$STUDY/$name.log" >> "$LOG"
   echo "{\"rc\": $rc, \"wall_s\": $((SECONDS - start)), \"timeout_s\": $limit}" > "$STUDY/$name.rc"
   cat "$STUDY/$name.out" >> "$LOG"
   printf '%-10s %5s s measured (rc %s), %s s predicted\n' "$name" $((SECONDS - start)) "$rc" "$(predicted "$name")"
@@ -107,29 +113,35 @@ if [ "$PART" = predict ]; then  # here, once per change of sizes: the committed 
   "$PY" -c "import json,sys; print({k: v['predicted_s'] for k, v in json.load(sys.stdin)['parts'].items()})" < "$PREDICTED"
   exit
 fi
+# what ran where: every command writes these (a later `two` on a fresh machine too)
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$STUDY/gpu.txt" 2> /dev/null \
+  || echo "CPU ($(nproc) cores)" > "$STUDY/gpu.txt"
+# the device's copy of the tree may have no .git: pass COMMIT=<hash> on the command line there
+echo "${COMMIT:-$(git rev-parse HEAD 2> /dev/null || echo unknown)}" > "$STUDY/commit.txt"
+"$PY" -c "import jax, flax, optax, numpyro; print(f'jax {jax.__version__}, flax {flax.__version__}, optax {optax.__version__}, numpyro {numpyro.__version__}')" \
+  > "$STUDY/versions.txt" 2> /dev/null
+# predictions of the accelerator time (SMALL=1: of the tiny sizes), before anything runs
+if [ "$SMALL" != 1 ] && [ -f launch/device_study_predicted.json ]; then
+  cp launch/device_study_predicted.json "$STUDY/predicted.json"
+elif [ ! -f "$STUDY/predicted.json" ]; then  # `two` after `one` on the same machine: already there
+  step predict 300 "$PY" -m jaxcap.benchmarks.device_time "$STUDY/spec.json"
+  cp "$STUDY/predict.out" "$STUDY/predicted.json"
+fi
 if [ "$PART" = one ] || [ "$PART" = all ]; then
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$STUDY/gpu.txt" 2> /dev/null \
-    || echo "CPU ($(nproc) cores)" > "$STUDY/gpu.txt"
-  # the device's copy of the tree may have no .git: pass COMMIT=<hash> on the command line there
-  echo "${COMMIT:-$(git rev-parse HEAD 2> /dev/null || echo unknown)}" > "$STUDY/commit.txt"
-  # predictions of the accelerator time (SMALL=1: of the tiny sizes), before anything runs
-  if [ "$SMALL" != 1 ] && [ -f launch/device_study_predicted.json ]; then
-    cp launch/device_study_predicted.json "$STUDY/predicted.json"
-  else
-    step predict 300 "$PY" -m jaxcap.benchmarks.device_time "$STUDY/spec.json"
-    cp "$STUDY/predict.out" "$STUDY/predicted.json"
-  fi
   S=$("$PY" -c "import json,sys; s=json.loads(sys.argv[1]); print(s['P'], s['batch'], s['steps'], s['repeats'], s['trials'], *[m + ':' + d for m, d in s['runs']])" "$SPEED")
   read -r P BATCH STEPS REPEATS TRIALS RUNS <<< "$S"
-  start=$SECONDS worst=0
+  start=$SECONDS worst=0 i=0
   for run in $RUNS; do  # model:dtype, each its own process and timeout
     model=${run%:*} dtype=${run#*:}
-    step "speed_${model}_${dtype}" $((T_SPEED / 3)) "$PY" -m jaxcap.bench --models "$model" --batch "$BATCH" \
+    step "speed_${model}_${dtype}" "${T_RUNS[$i]}" "$PY" -m jaxcap.bench --models "$model" --batch "$BATCH" \
       --sizes "$P" --max_sequential 0 --trials "$TRIALS" --steps "$STEPS" --repeats "$REPEATS" \
       --compute_dtype "$dtype" --compilation_cache "$JAXCAP_CACHE"
     rc=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['rc'])" "$STUDY/speed_${model}_${dtype}.rc")
     [ "$rc" != 0 ] && worst=$rc
+    i=$((i + 1))
   done
+  T_SPEED=0
+  for t in "${T_RUNS[@]}"; do T_SPEED=$((T_SPEED + t)); done
   echo "{\"rc\": $worst, \"wall_s\": $((SECONDS - start)), \"timeout_s\": $T_SPEED}" > "$STUDY/speed.rc"
   printf '%-10s %5s s measured (the runs above), %s s predicted\n' speed $((SECONDS - start)) "$(predicted speed)"
   launch grokking "$T_GROK" "${GROK[@]}"

@@ -12,12 +12,16 @@ programs compiled); a run's seconds are
     + reports x REPORT_S (+ NUTS fits x FIT_S)
 
 with the matmul bytes counted by `cost.matmul_traffic` in the lowered step (no compile), and
-PROCESS_S per process. The constants come from the H100 measurements in docs/benchmarks.md (grok
-model, TF32, 146.2 MB per model-step before issue 19): 2,276 model-steps/s at P = 1 gives the
-per-step floor and 13,748 at P = 256 the bandwidth (a line through both); it then gives 8,530 and
-12,980 at P = 8 and 64 (measured 7,656 and 12,810). A run that measured its own rates refits both
-(`seconds(runs, bandwidth, floor_s)`). Capacity counts round 1 only (a
-second round, if the sizes do not plateau, is extra); calibrate counts NUTS as FIT_S per fit.
+PROCESS_S per process. The constants come from the first device study on an H100
+(docs/results/2026-11-27-nvidia-h100-80gb-hbm3.md; grok model in float32/TF32, 77.03 MB of matmul
+operands and results per model-step): `configs/grokking.py:full` trained 3 members at 4,880
+model-steps/s, the bench 256 at 13,792; the line through both gives a 0.40 ms floor per step
+and 1.09 TB/s. Checked on that run's other rates: grok bfloat16 at P = 256 27,000 predicted,
+23,128 measured; the seed baseline in bfloat16 11,100 predicted, 8,806 measured (the line is
+17-26 % optimistic for matmul-heavier steps). Compiles there took 15-28 s a program (COMPILE_S).
+A run that measured its own rates refits both (`seconds(runs, bandwidth, floor_s)`). Capacity
+counts round 1 only (a second round, if the sizes do not plateau, is extra); calibrate counts
+NUTS as FIT_S per fit.
 """
 
 from __future__ import annotations
@@ -37,11 +41,11 @@ from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention
 
-# step seconds = FLOOR_S + P x B / BANDWIDTH through the H100's grok rates (B = 146.2 MB) at P = 1 and 256
-_PER_MEMBER_S = (256 / 13748 - 1 / 2276) / 255
-FLOOR_S = 1 / 2276 - _PER_MEMBER_S  # 0.37 ms a step whatever P: kernel launches, not bytes
-BANDWIDTH = 146.2e6 / _PER_MEMBER_S  # 2.05 TB/s of GEMM operands and results
-COMPILE_S = 11.0  # per program (H200: 5-11 s)
+# step seconds = FLOOR_S + P x B / BANDWIDTH through the H100's grok rates (B = 77.03 MB) at P = 3 and 256
+_PER_MEMBER_S = (256 / 13792 - 3 / 4880) / 253
+FLOOR_S = 3 / 4880 - 3 * _PER_MEMBER_S  # 0.40 ms a step whatever P: kernel launches, not bytes
+BANDWIDTH = 77.03e6 / _PER_MEMBER_S  # 1.09 TB/s of GEMM operands and results
+COMPILE_S = 20.0  # per program (H100, 2026-11-27: 15-28 s; the seed baseline's ~28 s)
 PROCESS_S = 15.0  # Python, JAX and CUDA start-up per process
 EVAL_SHARE = 0.1  # evals are sized to at most this share of training (config.eval.time_share)
 FIT_S = 20.0  # one NUTS fit (the 2-core CPU: 17.6 s for the default calibrate)

@@ -14,18 +14,13 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import shutil
 import statistics
 import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from jaxcap.results.records import MemberRow  # noqa: E402
-from jaxcap.results.store import clean, read_jsonl  # noqa: E402
+from jaxcap.reports.device_figures import figure
+from jaxcap.results.records import MemberRow
+from jaxcap.results.store import clean, read_jsonl
 
 TARGETS = {("grok", "bfloat16"): 30_000, ("grok", "float32"): 20_000, ("baseline", "bfloat16"): 12_000}
 PARTS = ("speed", "grokking", "capacity", "calibrate")
@@ -36,6 +31,36 @@ def _json(path: Path) -> dict:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return {}
+
+
+def outcome(status: dict) -> str:
+    """A step's end in words, from its {rc, wall_s, timeout_s}: 'finished', 'timed out at 170 s', ..."""
+    if not status:
+        return "not run"
+    rc = status.get("rc", 0)
+    if rc == 0:
+        return "finished"
+    if rc in (124, 137):
+        return f"timed out at {status.get('timeout_s')} s"
+    return f"failed (exit {rc})"
+
+
+# what a part's stderr holds besides its results: start-up chatter, sizes, rates, file lists
+_NOISE = re.compile(
+    r"^\s*$|^WARNING|^[IWEF]\d{4} |Unable to initialize backend|measurement/s|members x [\d,]+ params"
+    r"|model-steps/s training|^(median/min/max|success|shortcut|chance): |^wrote |^jaxcap: "
+)
+
+
+def finished_lines(study: Path, part: str, limit: int = 45) -> list[str]:
+    """The result lines a part printed before it stopped (its NAME.log, chatter dropped), the last
+    `limit` of them: what an unfinished part still measured, or why it failed."""
+    try:
+        text = (study / f"{part}.log").read_text(errors="replace")
+    except OSError:
+        return []
+    keep = [line.rstrip()[:200] for line in text.splitlines() if not _NOISE.search(line)]
+    return keep[-limit:]
 
 
 def speed(study: Path, predicted: dict) -> dict:
@@ -53,9 +78,11 @@ def speed(study: Path, predicted: dict) -> dict:
             )
             pred = run["P"] / step
         measured, compile_s = result.get("population_model_steps_per_s"), result.get("compile_s")
-        row = dict(model=name, dtype=dtype, P=result.get("P"), params=result.get("params"), measured=measured)
+        p = result.get("P") or (run or {}).get("P")  # a run stopped by its timeout printed nothing
+        row = dict(model=name, dtype=dtype, P=p, params=result.get("params"), measured=measured)
         row.update(compile_s=compile_s, target=TARGETS.get((name, dtype)), predicted=pred)
-        rows.append({**row, "status": _json(study / f"{out.stem}.rc")})
+        status = _json(study / f"{out.stem}.rc")
+        rows.append({**row, "status": status, "outcome": outcome(status)})
     return {"rows": rows}
 
 
@@ -110,56 +137,6 @@ def calibrate(study: Path) -> dict:
     return {"rows": rows, "families": posterior.meta.get("families"), "headline": headline(posterior, valid)}
 
 
-def _figure(part: str, data: dict, study: Path, path: Path, title: str) -> Path | None:
-    """One figure per part: rates against targets, val accuracy curves, or the experiment's own."""
-    own = {
-        "capacity": study / "capacity/report/bits_per_param.png",
-        "calibrate": study / "calibrate/report/success_vs_complexity.png",
-    }
-    if part in own:
-        return shutil.copy(own[part], path) and path if own[part].exists() else None
-    fig, ax = plt.subplots(figsize=(7.6, 3.8))
-    if part == "speed" and data["rows"]:
-        rows = data["rows"]
-        x = range(len(rows))
-        ax.bar(x, [r["measured"] or 0 for r in rows], color="tab:blue", label="measured")
-        ax.scatter(
-            x,
-            [r["predicted"] or float("nan") for r in rows],
-            color="tab:orange",
-            zorder=3,
-            label="predicted (cost model)",
-        )
-        ax.scatter(
-            x,
-            [r["target"] or float("nan") for r in rows],
-            marker="_",
-            s=900,
-            color="k",
-            zorder=3,
-            label="target",
-        )
-        ax.set_xticks(list(x), [f"{r['model']}\n{r['dtype']}" for r in rows])
-        ax.set_ylabel(f"model-steps/s (P = {rows[0]['P']})")
-        ax.set_yscale("log")
-    elif part == "grokking" and data["curves"]:
-        for op, points in sorted(data["curves"].items()):
-            ax.plot([p[0] for p in points], [p[1] for p in points], label=op)
-        ax.axhline(0.99, color="k", lw=0.8, ls="--", label="0.99")
-        ax.set_xscale("log")
-        ax.set_xlabel("step")
-        ax.set_ylabel("val accuracy (median over seeds)")
-    else:
-        plt.close(fig)
-        return None
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never over a bar
-    ax.set_title(f"{part}: {title}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def _num(x, fmt: str = ",.0f") -> str:
     return "—" if x is None else format(x, fmt)
 
@@ -168,7 +145,9 @@ def _yes(x) -> str:
     return "—" if x is None else ("yes" if x else "no")
 
 
-def _table(title: str, header: str, rows: list[str]) -> list[str]:
+def _table(title: str, header: str, rows: list[str], outcome: str = "") -> list[str]:
+    if not rows:  # an empty table would read as "measured nothing"; say why there is no row
+        return ["", f"## {title}", "", f"No result: the part {outcome or 'wrote none'}."]
     cols = header.count("|") - 1
     return ["", f"## {title}", "", header, "|" + "---|" * cols, *rows]
 
@@ -186,7 +165,7 @@ def markdown(page: dict) -> str:
         f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `launch/device_study.sh` "
         '(docs/benchmarks.md, "The device study").',
         "",
-        "| part | predicted (s) | measured wall (s) | timeout (s) | exit |",
+        "| part | predicted (s) | measured wall (s) | timeout (s) | outcome |",
         "|---|---|---|---|---|",
     ]
     for p in PARTS:
@@ -195,17 +174,18 @@ def markdown(page: dict) -> str:
             _num(t.get("predicted_s")),
             _num(t.get("wall_s")),
             _num(t.get("timeout_s")),
-            t.get("rc", "—"),
+            t["outcome"],
         )
         lines.append(f"| {p} | " + " | ".join(map(str, cells)) + " |")
     lines += _table(
         "Speed (model-steps/s)",
-        "| model | compute | P | measured | target | predicted | compile (s) |",
+        "| model | compute | P | measured | target | predicted | compile (s) | outcome |",
         [
             f"| {r['model']} | {r['dtype']} | {r['P']} | {_num(r['measured'])} | {_num(r['target'])} | "
-            f"{_num(r['predicted'])} | {_num(r['compile_s'], '.1f')} |"
+            f"{_num(r['predicted'])} | {_num(r['compile_s'], '.1f')} | {r['outcome']} |"
             for r in parts["speed"]["rows"]
         ],
+        parts["speed"]["outcome"],
     )
     lines += _table(
         "Grokking: steps to 99 % val accuracy",
@@ -216,6 +196,7 @@ def markdown(page: dict) -> str:
             + " |"
             for r in parts["grokking"]["rows"]
         ],
+        parts["grokking"]["outcome"],
     )
     lines += _table(
         "Capacity at saturation",
@@ -226,9 +207,12 @@ def markdown(page: dict) -> str:
             f"{_yes(r['is_capacity'])} |"
             for r in parts["capacity"]["rows"]
         ],
+        parts["capacity"]["outcome"],
     )
     cal = parts["calibrate"]
     lines += ["", "## Calibrate: effective capacity C of the seed baseline", ""]
+    if not cal["rows"]:
+        lines.append(f"No posterior: the part {cal['outcome']}.")
     lines += [
         f"- {r['architecture']}: C = {_num(r['C']['median'], '.3g')} bits [{_num(r['C']['lo90'], '.3g')}, "
         f"{_num(r['C']['hi90'], '.3g')}] (median [90 % interval])"
@@ -236,6 +220,10 @@ def markdown(page: dict) -> str:
     ]
     if cal.get("headline"):
         lines += ["", "```", cal["headline"], "```"]
+    for p in PARTS:  # a part that stopped early: what it had finished, in its own words
+        if parts[p].get("finished_lines"):
+            lines += ["", f"## {p}: {parts[p]['outcome']}; what it printed before that", "", "```"]
+            lines += [*parts[p]["finished_lines"], "```"]
     lines += ["", *[f"![{p}]({f})" for p, f in m["figures"].items()], ""]
     return "\n".join(lines)
 
@@ -259,15 +247,21 @@ def write(study: Path, out: Path, small: bool) -> Path:
     }
     figures = {}
     for part in PARTS:
-        fig = _figure(part, data[part], study, out / f"{stem}-{part}.png", f"{machine}, {date}")
+        fig = figure(part, data[part], study, out / f"{stem}-{part}.png", f"{machine}, {date}")
         if fig:
             figures[part] = fig.name
+        status = _json(study / f"{part}.rc")
         data[part].update(
-            _json(study / f"{part}.rc"),
+            status,
+            outcome=outcome(status),
             predicted_s=predicted.get("parts", {}).get(part, {}).get("predicted_s"),
         )
+        if status.get("rc", 0) != 0 and part != "speed":  # speed's runs have their own rows
+            data[part]["finished_lines"] = finished_lines(study, part)
     data["grokking"].pop("curves")
     import jax
+
+    versions = (study / "versions.txt").read_text().strip() if (study / "versions.txt").exists() else ""
 
     page = {
         "machine": machine,
@@ -275,7 +269,7 @@ def write(study: Path, out: Path, small: bool) -> Path:
         "commit": (study / "commit.txt").read_text().strip()
         if (study / "commit.txt").exists()
         else "unknown",
-        "jax": jax.__version__,
+        "jax": versions.removeprefix("jax ") if versions else f"{jax.__version__} (the page's host)",
         "device": bench.get("device"),
         "small": small,
         "cost_model": predicted.get("model"),
