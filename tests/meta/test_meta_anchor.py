@@ -65,7 +65,10 @@ def test_anchor_on_the_true_capacity_recovers_c_and_theta(fitted):
     assert lo <= truth.log_c[1] + np.log(SATURATION) <= hi
     theta_ref = np.exp(flat["log_theta"][:, 0])
     lo, hi = np.quantile(theta_ref, [0.05, 0.95])
-    assert lo <= SATURATION <= hi and record["reference_theta_median"] == pytest.approx(np.median(theta_ref))
+    assert lo <= SATURATION <= hi
+    # the record's median is e^(median of log θ): with an even number of draws np.median(θ) averages
+    # the two middle θ, which differs from it by their gap (1.5e-6 relative in one fit)
+    assert record["reference_theta_median"] == pytest.approx(np.exp(np.median(flat["log_theta"][:, 0])))
     for f in (1, 2, 3):
         lo, hi = np.quantile(flat["log_theta"][:, f], [0.05, 0.95])
         assert lo <= truth.log_theta[f] + np.log(SATURATION) <= hi, f
