@@ -5,7 +5,8 @@
     python -m jaxcap.launch --config configs/calibrate.py:full     # seed design's scale, accelerator
     python -m jaxcap.launch --config configs/calibrate.py:hpo      # one Optuna study per level
     python -m jaxcap.launch --config configs/calibrate.py:domains  # + Markov LM, sentiment, ARC, RNA
-    python -m jaxcap.launch --config configs/calibrate.py:device   # the device study's part (H100)
+    python -m jaxcap.launch --config configs/calibrate.py:device   # the device study's part: C of
+        # the seed baseline on 3 families; 144 s predicted on an H100, not yet measured (timeout 200 s)
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
