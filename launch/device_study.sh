@@ -74,7 +74,7 @@ else
   # seconds; measured on the H100 2026-11-27 (one, two): speed runs 42, 41 and > 50 (its compile
   # and 2 x 3 timed chunks), grokking 197, capacity > 170 (at its last run), calibrate > 180 (then
   # 5 families and a bisection round: :device is 3 families, grid only)
-  T_RUNS=(45 45 75) T_GROK=230 T_CAP=220 T_CAL=200
+  T_RUNS=(45 45 75) T_GROK=${T_GROK:-230} T_CAP=${T_CAP:-220} T_CAL=${T_CAL:-200}  # env overrides: more margin
 fi
 
 step() {  # step NAME TIMEOUT COMMAND...: stdout to $STUDY/NAME.out, stderr to NAME.log, both to the log
