@@ -129,12 +129,20 @@ def calibrate(study: Path) -> dict:
     if not path.exists():
         return {"rows": []}
     from jaxcap.meta import posterior as meta_posterior
+    from jaxcap.meta.scorecard import sampler_health
     from jaxcap.meta.summary import headline, posterior_tables
 
     posterior = meta_posterior.load_posterior(path)
     valid = _json(study / "calibrate" / "validation.json")
     rows = [{"architecture": a["label"], "C": a["C"]} for a in posterior_tables(posterior)["archs"]]
-    return {"rows": rows, "families": posterior.meta.get("families"), "headline": headline(posterior, valid)}
+    diag = posterior.meta.get("diagnostics")  # a C from a sampler that misses its targets says so
+    health = sampler_health(diag, valid) if diag else ["Sampler health: no diagnostics in posterior.nc"]
+    return {
+        "rows": rows,
+        "families": posterior.meta.get("families"),
+        "headline": headline(posterior, valid),
+        "health": health,
+    }
 
 
 def _num(x, fmt: str = ",.0f") -> str:
@@ -213,6 +221,7 @@ def markdown(page: dict) -> str:
     lines += ["", "## Calibrate: effective capacity C of the seed baseline", ""]
     if not cal["rows"]:
         lines.append(f"No posterior: the part {cal['outcome']}.")
+    lines += [f"{h}  " for h in cal.get("health", [])]  # before C: read C knowing how it was sampled
     lines += [
         f"- {r['architecture']}: C = {_num(r['C']['median'], '.3g')} bits [{_num(r['C']['lo90'], '.3g')}, "
         f"{_num(r['C']['hi90'], '.3g')}] (median [90 % interval])"

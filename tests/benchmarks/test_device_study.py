@@ -113,8 +113,50 @@ def test_small_study_end_to_end(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     [page] = (tmp_path / "out").glob("*-small.json")
     saved = json.loads(page.read_text())
-    assert saved["small"] and "SMALL=1" in page.with_suffix(".md").read_text()
+    text = page.with_suffix(".md").read_text()
+    assert saved["small"] and "SMALL=1" in text
+    assert "Sampler health: full fit" in text and saved["parts"]["calibrate"]["health"]  # how C was sampled
     for part in device_page.PARTS:
         assert saved["parts"][part].get("rc", 0) == 0 and saved["parts"][part]["wall_s"] > 0, part
     assert len(saved["parts"]["grokking"]["rows"]) == 2 and saved["parts"]["calibrate"]["rows"]
     assert len(saved["figures"]) == 4
+
+
+def _page(commit: str, done: dict, machine: str = "NVIDIA H100 80GB HBM3") -> dict:
+    """A device_page JSON whose parts in `done` finished with those rows; the others not run."""
+    parts = {p: {"rows": [], "outcome": "not run", "predicted_s": 10} for p in device_page.PARTS}
+    for part, rows in done.items():
+        parts[part] = {"rows": rows, "outcome": "finished", "rc": 0, "wall_s": 50, "timeout_s": 60}
+    figures = {p: f"2026-11-27-h100-{p}.png" for p in done}
+    head = dict(machine=machine, date="2026-11-27", commit=commit, jax="0.11.2", device=None, small=False)
+    return head | {"cost_model": None, "parts": parts, "figures": figures}
+
+
+def test_merge_takes_each_part_from_the_run_that_finished_it(tmp_path):
+    """`one` in one session and `two` in a later one make one page; each part keeps its commit
+    and its figure, a timed-out rerun never replaces a finished part, other machines are refused."""
+    from jaxcap.reports import device_merge
+
+    grok = [{"operation": "add", "seeds": 3, "reached": 3, "median_steps": 2000, "per_seed": [2000] * 3}]
+    cap = [dict(label="d16", n_params=4080, c_mem=7473.0, c_min=7317.0, c_max=7629.0, bits_per_param=1.83)]
+    old = _page("7cd308168fcf", {"grokking": grok})
+    new = _page("e68ceab", {"capacity": [{**cap[0], "plateau": False, "is_capacity": False}]})
+    new["parts"]["grokking"] = {"rows": [], "outcome": "timed out at 230 s", "rc": 124}
+    paths = []
+    for name, page in (("a", old), ("b", new)):
+        (tmp_path / name).mkdir()
+        for fig in page["figures"].values():
+            (tmp_path / name / fig).write_bytes(name.encode())
+        paths.append(tmp_path / name / "2026-11-27-h100.json")
+        paths[-1].write_text(json.dumps(page))
+    text = device_merge.write(paths, tmp_path / "out").read_text()
+    assert "commit `7cd3081 (grokking), e68ceab (speed, capacity, calibrate)`" in text
+    assert "| add | 3/3 | 2,000 |" in text
+    assert "| d16 | 4,080 | 7,473 [7,317, 7,629] | 1.83 | no | no |" in text
+    assert "| grokking | — | 50 | 60 | finished |" in text and "| speed | 10 | — | — | not run |" in text
+    assert (tmp_path / "out/2026-11-27-h100-grokking.png").read_bytes() == b"a"
+    assert (tmp_path / "out/2026-11-27-h100-capacity.png").read_bytes() == b"b"
+    with pytest.raises(ValueError, match="different machines"):
+        device_merge.merge([old, _page("abc", {}, machine="NVIDIA H200")])
+    with pytest.raises(SystemExit, match="usage"):
+        device_merge.main(["device_merge", str(paths[0]), str(tmp_path / "out")])
