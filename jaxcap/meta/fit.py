@@ -5,7 +5,8 @@
 and returns a `Posterior`. Chains run in parallel over CPU host devices when the process has
 enough of them (`reserve_chain_devices`, which must run before JAX initialises: it changes the
 device count of the whole process), otherwise one after another. The K fits of a validation
-share one sampler compiled with the data as arguments (`jit_model_args`): one compile for all.
+share one program compiled with the data as arguments (`_chains_on_devices`, `_chains_in_turn`):
+one compile for all, where NumPyro's multi-chain runner compiled again for every fit.
 (A vmapped NUTS over folds x chains was tried: on CPU it ran ~7x slower per leapfrog step and
 took minutes to compile: batched while-loops select over the whole tree state.) Diagnostics: split R-hat and
 effective sample size (Vehtari et al. 2021, arXiv:1903.08008) of every sampled and derived site,
@@ -17,7 +18,7 @@ The posterior it returns is saved and read by jaxcap/meta/posterior.py (`posteri
 from __future__ import annotations
 
 import dataclasses
-import sys
+import functools
 import time
 from typing import NamedTuple
 
@@ -66,18 +67,35 @@ def chain_method(chains: int) -> str:
     return "parallel" if jax.local_device_count() >= chains else "sequential"
 
 
-def _sampler(settings: NutsSettings, progress: bool = False) -> MCMC:
-    """One MCMC object for every fit of a table: `jit_model_args` compiles the sampler once as a
-    function of the data, so the folds of a validation (same shapes) reuse that compile."""
-    return MCMC(
+def _chain(key, data: dict, obs, settings: NutsSettings):
+    """One chain of one fit, traced inside `_chains_on_devices` or `_chains_in_turn`: a one-chain
+    MCMC started from the key NumPyro's multi-chain runner gives that chain."""
+    mcmc = MCMC(
         NUTS(metamodel.model, target_accept_prob=settings.target_accept),
         num_warmup=settings.warmup,
         num_samples=settings.samples,
-        num_chains=settings.chains,
-        chain_method="parallel" if jax.local_device_count() >= settings.chains else "sequential",
-        progress_bar=progress,  # NumPyro's bar: one per chain
-        jit_model_args=True,
+        num_chains=1,
+        progress_bar=False,
     )
+    mcmc.run(key, data, obs=obs, extra_fields=("diverging", "num_steps", "energy"))
+    samples = mcmc.get_samples()
+    # pointwise log-likelihood of every cell under every draw (az.loo, az.waic)
+    ll = log_likelihood(metamodel.model, samples, data, obs=obs)["successes"]
+    return samples, mcmc.get_extra_fields(), ll
+
+
+# Every fit: ONE module-level program with the data as arguments, compiled once per table shape
+# (the K fits of a validation share it). NumPyro's multi-chain runner retraces per `run` (its
+# parallel path pmaps a fresh closure over the data; the sequential one maps unjitted chains):
+# on the 2-core CPU the calibrate smoke's 4 validation fits compiled 22 programs, 87 of their
+# 111 s, and with one device 414 programs, 74 of 100 s. Chains: one per CPU host device, or one
+# after another in one program; the draws are the same either way.
+_chains_on_devices = jax.pmap(_chain, in_axes=(0, None, None, None), static_broadcasted_argnums=(3,))
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
+def _chains_in_turn(keys, data: dict, obs, settings: NutsSettings):
+    return jax.lax.map(lambda key: _chain(key, data, obs, settings), keys)
 
 
 class NutsRun(NamedTuple):
@@ -91,30 +109,27 @@ class NutsRun(NamedTuple):
 
 def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsRun:
     """NUTS on K fits of one table (FOLD_KEYS stacked on a leading axis, see
-    meta_cells.stack_folds), one after another with one compiled sampler; chains in parallel
-    over the CPU host devices when the process has one per chain (`reserve_chain_devices`)."""
+    meta_cells.stack_folds), one after another with one compiled program; chains in parallel
+    over the CPU host devices when the process has one per chain (`reserve_chain_devices`),
+    otherwise in turn, with the same draws."""
     start = time.time()
     values: dict[str, list] = {k: [] for k in SITES}
     diverging, steps, energy, log_lik = [], [], [], []
     n_fits = successes.shape[0]
     with jax.enable_x64(True):
-        # a single fit shows NumPyro's per-chain bars on a terminal; the K fits of a validation
-        # one bar over the fits (per-step host callbacks would slow K short runs)
-        mcmc = _sampler(settings, progress=n_fits == 1 and sys.stderr.isatty())
-        for k in tqdm(range(n_fits), desc="NUTS fits", unit="fit", disable=n_fits == 1, dynamic_ncols=True):
+        chains = _chains_on_devices if chain_method(settings.chains) == "parallel" else _chains_in_turn
+        # one bar over the fits: a compiled fit has no per-draw callbacks (they would slow it)
+        for k in tqdm(range(n_fits), desc="NUTS fits", unit="fit", dynamic_ncols=True, mininterval=1.0):
             fold = {name: np.asarray(v[k] if name in FOLD_KEYS else v) for name, v in data.items()}
             key = jax.random.fold_in(jax.random.key(settings.seed), k)
             obs = np.asarray(successes[k], np.float64)
-            mcmc.run(key, fold, obs=obs, extra_fields=("diverging", "num_steps", "energy"))
-            samples = mcmc.get_samples(group_by_chain=True)
+            # each chain starts from the key NumPyro's multi-chain runner would split from `key`
+            samples, extra, ll = chains(jax.random.split(key, settings.chains), fold, obs, settings)
             for name in SITES:
                 values[name].append(np.asarray(samples[name], np.float64))
-            extra = mcmc.get_extra_fields(group_by_chain=True)
             diverging.append(np.asarray(extra["diverging"]))
             steps.append(np.asarray(extra["num_steps"]))
             energy.append(np.asarray(extra["energy"], np.float64))
-            # pointwise log-likelihood of every cell under every draw (az.loo, az.waic)
-            ll = log_likelihood(metamodel.model, mcmc.get_samples(), fold, obs=obs)["successes"]
             log_lik.append(np.asarray(ll, np.float64).reshape(*extra["energy"].shape[:2], -1))
     return NutsRun(
         {name: np.stack(v, axis=2) for name, v in values.items()},

@@ -1,0 +1,71 @@
+"""The meta-model's NUTS runs as one compiled program per table shape (jaxcap/meta/fit.py):
+the K fits of a validation share it, a fit's draws do not depend on the fits beside it, and
+chains on host devices draw exactly what chains in turn draw."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import ENV, ROOT
+
+from jaxcap.meta import data as meta_data
+from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import simulate as meta_simulate
+from jaxcap.meta.cells import cell_data, stack_folds
+
+pytestmark = pytest.mark.slow  # NUTS compiles: the full tier
+
+NUTS = meta_fit.NutsSettings(warmup=40, samples=40, chains=2, seed=3)
+
+
+def _table():
+    truth = meta_simulate.default_truth(n_levels=4)
+    rows, _ = meta_simulate.simulate_rows(truth, seeds=2, rng=np.random.default_rng(0))
+    return meta_data.build_table(rows)
+
+
+def test_k_fits_compile_once_and_a_fit_does_not_depend_on_its_neighbours():
+    table = _table()
+    before = meta_fit._chains_in_turn._cache_size()
+    data, obs = stack_folds([cell_data(table, 0), cell_data(table, 1)])
+    both = meta_fit.run_nuts(data, obs, NUTS)
+    alone = meta_fit.run_nuts(*stack_folds([cell_data(table, 0)]), NUTS)
+    # one program for the two fits and the single one (NumPyro's runner compiled per fit)
+    assert meta_fit._chains_in_turn._cache_size() == before + 1
+    for name, x in alone.draws.items():
+        np.testing.assert_array_equal(both.draws[name][:, :, :1], x, err_msg=name)
+    np.testing.assert_array_equal(both.log_lik[:, :, :1], alone.log_lik)
+    assert both.draws["log_C"].shape == (NUTS.chains, NUTS.samples, 2, len(table.archs))
+    # the two folds are fitted with their own keys: different draws
+    assert not np.array_equal(both.draws["log_C"][:, :, 0], both.draws["log_C"][:, :, 1])
+
+
+CHECK = """
+import numpy as np, jax
+from jaxcap.meta import fit as meta_fit
+assert meta_fit.reserve_chain_devices(2)
+from jaxcap.meta import data as meta_data, simulate as meta_simulate
+from jaxcap.meta.cells import cell_data
+NUTS = meta_fit.NutsSettings(warmup=40, samples=40, chains=2, seed=3)
+truth = meta_simulate.default_truth(n_levels=4)
+rows, _ = meta_simulate.simulate_rows(truth, seeds=2, rng=np.random.default_rng(0))
+data, obs = cell_data(meta_data.build_table(rows), 0)
+data = {k: np.asarray(v) for k, v in data.items()}
+keys = jax.random.split(jax.random.key(0), NUTS.chains)
+with jax.enable_x64(True):
+    a = meta_fit._chains_on_devices(keys, data, np.asarray(obs, np.float64), NUTS)
+    b = meta_fit._chains_in_turn(keys, data, np.asarray(obs, np.float64), NUTS)
+assert meta_fit.chain_method(NUTS.chains) == "parallel"
+for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+print("same draws")
+"""
+
+
+def test_chains_on_devices_draw_what_chains_in_turn_draw():
+    """With one CPU device per chain (a process of its own: the count is fixed at JAX's start)."""
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0 and "same draws" in out.stdout, out.stderr[-3000:]
