@@ -68,6 +68,16 @@ def launch(*args, killer_code: str = "", check: bool = True, env=None, module="j
     return out
 
 
+def capacity_row(**fields):
+    """A `CapacityRow` (a line of capacity.jsonl) with made-up values for every field not given."""
+    from jaxcap.results.records import CapacityRow
+
+    base = dict(bucket="b0n10", arch=0, arch_label="", round=0, member=0, seed=0, learning_rate=0.01)
+    base |= dict(dataset_size=10, dataset_bits=100.0, bits_stored=0.0, net_bits=0.0, exact_fraction=0.0)
+    base |= dict(saturated=False, diverged=False, n_params=100, family="random_tokens", model={})
+    return CapacityRow(**{**base, **fields})
+
+
 def start(*args, killer_code: str = "", env=None, **popen) -> subprocess.Popen:
     """A launch left running (several workers at once); `finish` waits for it."""
     return subprocess.Popen(

@@ -1,4 +1,5 @@
-"""The host-side records of a run, typed: a member's row, the host loop's cursor, a level's summary.
+"""The host-side records of a run, typed: a member's row, the host loop's cursor, a level's summary,
+and a row of the capacity experiment.
 
 These were string-keyed dicts read in many modules (`row["status"]`, `cursor["step"]`), so a
 misspelled key was a KeyError at the end of a run and a renamed key broke readers silently. Each
@@ -20,6 +21,11 @@ So `to_json(from_json(d)) == d` for every row this version writes; an older row 
 gains its missing keys with their defaults, which is why the store rewrites the rows it does not
 replace as it read them (`Store.add_member_rows`). A `LevelSummary` is computed, never stored:
 its `from_json` ignores keys it does not know.
+
+`CapacityRow` (a line of capacity.jsonl) follows the same rules: rows from before the exposure
+protocol (no batch_size, exposures, bits_at, ...) and before the recipe (no recipe, schedule,
+anneal_budget; read as a constant-rate run) get defaults, so do the rows the enhance experiment
+derives from population rows (no per-item cross-entropy, no step count).
 """
 
 from __future__ import annotations
@@ -193,3 +199,56 @@ class LevelSummary:
 
     def to_json(self) -> Json:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityRow:
+    """One line of capacity.jsonl: a member of one dataset size of one architecture, with the bits
+    it stored at every exposure budget. Written once per member by
+    `jaxcap.experiments.capacity.run.measure` (sorted keys, `clean`ed: NaN reads back as None);
+    jaxcap/experiments/capacity/sizes.py defines the measures."""
+
+    bucket: str  # the population: "b{arch}n{size}", "...a{budget}" annealed, "b{arch}search"
+    arch: int  # the architecture's index in config.sweep.buckets
+    arch_label: str  # its bucket label ("" for the base model)
+    round: int  # the round of dataset sizes that added this size (0: the first grid)
+    member: int  # the member's index in its population
+    seed: int
+    learning_rate: float
+    dataset_size: int  # n, the random training items
+    dataset_bits: float  # their entropy: what a perfect memorizer stores
+    bits_stored: float | None  # at the last budget, clipped per item: C_mem's measure
+    net_bits: float | None  # the same unclipped (entropy minus code length): a lower bound
+    exact_fraction: float | None  # of items recalled exactly, at the last budget
+    saturated: bool  # the member's own curve was flat over its last doubling (or stored all)
+    diverged: bool
+    n_params: int
+    family: str
+    model: dict[str, Any]  # the ModelConfig's fields
+    ce_bits_per_item: float | None = None  # mean cross-entropy per item at the final eval
+    steps: int | None = None  # trained steps (None: not recorded)
+    batch_size: int | None = None
+    exposures: list[float] | None = None  # the budgets (None: a row of the step-capped protocol)
+    bits_at: list[float | None] | None = None  # bits stored at each budget (None: passed unseen)
+    net_bits_at: list[float | None] | None = None
+    exact_at: list[float | None] | None = None
+    final_exposures: float | None = None  # exposures per item at the last step
+    recipe: dict[str, float] | None = None  # the recipe's hyperparameters (None: before recipes)
+    schedule: str = "constant"  # "constant", "annealed" (to anneal_budget) or "search"
+    anneal_budget: float | None = None  # the one budget of an annealed or search run
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # keys this version does not know
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CapacityRow:
+        given, extra = _split(cls, data)
+        _missing(cls, given, "capacity.jsonl row")
+        return cls(**given, extra=extra)
+
+    def to_json(self) -> Json:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {**out, **self.extra}
+
+    @property
+    def trained_recipe(self) -> dict[str, float]:
+        """The recipe, or for a row from before recipes its learning rate alone."""
+        return self.recipe if self.recipe is not None else {"learning_rate": self.learning_rate}

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import ROOT, capacity_row
 
 from jaxcap import tasks
 from jaxcap.config.base import load_config
@@ -134,16 +134,14 @@ def _rows(bits_at, seeds=(0, 1), sizes=(10, 20), **extra):
         for j, seed in enumerate(seeds):
             series = bits_at[i][j]
             rows.append(
-                {
-                    "arch": 0,
-                    "seed": seed,
-                    "dataset_size": size,
-                    "exposures": [10.0, 20.0, 40.0, 80.0],
-                    "bits_at": series,
-                    "bits_stored": series[-1],
-                    "diverged": False,
+                capacity_row(
+                    seed=seed,
+                    dataset_size=size,
+                    exposures=[10.0, 20.0, 40.0, 80.0],
+                    bits_at=series,
+                    bits_stored=series[-1],
                     **extra,
-                }
+                )
             )
     return rows
 
@@ -168,7 +166,9 @@ def test_curve_takes_the_best_size_per_seed_and_judges_the_last_doubling():
         "tol": 0.5,
     }
     diverged = _rows([small, large])
-    diverged[2]["diverged"] = True  # size 20, seed 0: its seed falls back to size 10
+    diverged[2] = dataclasses.replace(
+        diverged[2], diverged=True
+    )  # size 20, seed 0: its seed falls back to size 10
     assert capacity_curve.curve(diverged, 100)[-1]["bits"] == [90.0, 80.0]
     budgets = [10.0, 20.0, 40.0, 80.0]
     assert capacity_curve.member_saturated(budgets, [1.0, 2.0, 3.0, 3.1], 100.0, 0.05)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import ENV, ROOT, bucket_killer
+from helpers import ENV, ROOT, bucket_killer, capacity_row
 from helpers import launch as launch_cmd
 
 from jaxcap.config.base import load_config, validate
@@ -22,6 +22,7 @@ from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
+from jaxcap.results.records import CapacityRow
 
 
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
@@ -118,10 +119,8 @@ def test_bits_formula_agrees_with_the_plain_implementation():
 
 
 def test_best_recipe_is_the_highest_median_and_diverged_members_store_nothing():
-    rows = [
-        {"recipe": {"learning_rate": 0.01}, "bits_stored": b, "diverged": False} for b in (10.0, 30.0, 20.0)
-    ] + [
-        {"recipe": {"learning_rate": 0.1}, "bits_stored": b, "diverged": d}
+    rows = [capacity_row(recipe={"learning_rate": 0.01}, bits_stored=b) for b in (10.0, 30.0, 20.0)] + [
+        capacity_row(recipe={"learning_rate": 0.1}, bits_stored=b, diverged=d)
         for b, d in ((90.0, True), (25.0, False), (26.0, True))
     ]
     assert recipe.best_recipe(rows) == {"learning_rate": 0.01}
@@ -203,17 +202,19 @@ def test_search_and_annealed_budgets_resume_to_the_same_bytes(tmp_path):
     straight = tmp_path / "straight"
     out = _launch(straight)
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = [json.loads(line) for line in (straight / "capacity.jsonl").read_text().splitlines()]
-    search = [r for r in rows if r["schedule"] == "search"]
+    lines = (straight / "capacity.jsonl").read_text().splitlines()
+    rows = [CapacityRow.from_json(json.loads(line)) for line in lines]
+    assert [json.dumps(r.to_json(), sort_keys=True) for r in rows] == lines  # written as read
+    search = [r for r in rows if r.schedule == "search"]
     assert len(search) == 2 * 2 * 2  # lr x β2 x seeds
     best = recipe.best_recipe(search)
     for r in rows:
-        if r["schedule"] != "search":
-            assert r["recipe"] == best, r["bucket"]
-        if r["schedule"] == "annealed":  # stopped at the first eval past its horizon
-            horizon = math.ceil(r["anneal_budget"] * r["dataset_size"] / 8)
-            assert r["steps"] - 20 < horizon <= r["steps"] and r["exposures"] == [r["anneal_budget"]]
-    assert {r["bucket"] for r in rows} == {
+        if r.schedule != "search":
+            assert r.recipe == best, r.bucket
+        if r.schedule == "annealed":  # stopped at the first eval past its horizon
+            horizon = math.ceil(r.anneal_budget * r.dataset_size / 8)
+            assert r.steps - 20 < horizon <= r.steps and r.exposures == [r.anneal_budget]
+    assert {r.bucket for r in rows} == {
         "b0search",
         "b0n4",
         "b0n4a50",

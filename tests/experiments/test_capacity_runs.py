@@ -13,6 +13,7 @@ from helpers import launch as _launch
 from jaxcap.config.base import load_config
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.report import saturated_capacity
+from jaxcap.results.records import CapacityRow
 
 SMOKE = ["--config", "configs/capacity.py:smoke"]
 
@@ -39,27 +40,28 @@ def _check_rows_report_and_rerun(workdir, stdout, capsys):
     alone, its capacity read by label, model fields and budget (and by the meta-model's anchor),
     and a rerun that trains nothing (in this process: the launcher's own resume is the kill's)."""
     assert "bits per parameter at each exposure budget" in stdout and "over the last doubling" in stdout
-    rows = [json.loads(line) for line in (workdir / "capacity.jsonl").read_text().splitlines()]
-    assert {r["arch"] for r in rows} == {0, 1}
+    lines = (workdir / "capacity.jsonl").read_text().splitlines()
+    rows = [CapacityRow.from_json(json.loads(line)) for line in lines]
+    assert [json.dumps(r.to_json(), sort_keys=True) for r in rows] == lines  # written as read
+    assert {r.arch for r in rows} == {0, 1}
     for arch in (0, 1):  # a round is added exactly while the sizes have not plateaued (max 2 rounds)
-        mine = [r for r in rows if r["arch"] == arch]
-        last = max(r["round"] for r in mine)
+        mine = [r for r in rows if r.arch == arch]
+        last = max(r.round for r in mine)
         for round_ in range(last + 1):
-            [summary] = capacity.summarize([r for r in mine if r["round"] <= round_], 0.05)
+            [summary] = capacity.summarize([r for r in mine if r.round <= round_], 0.05)
             assert summary["plateau"] == (round_ == last) or round_ == last == 1
-        assert {r["dataset_size"] for r in mine if r["round"] == 0} == {4, 8}
-        assert {r["dataset_size"] for r in mine if r["round"] == 1} <= {16}
+        assert {r.dataset_size for r in mine if r.round == 0} == {4, 8}
+        assert {r.dataset_size for r in mine if r.round == 1} <= {16}
     for r in rows:  # each size trained to its last budget, 100 exposures: 100 n / 8 steps, in chunks of 20
-        assert (
-            r["exposures"] == [10.0, 20.0, 50.0, 100.0] and r["bucket"] == f"b{r['arch']}n{r['dataset_size']}"
-        )
-        assert r["steps"] % 20 == 0
-        assert r["steps"] - 20 < 100 * r["dataset_size"] / 8 <= r["steps"]
-        known = [b for b in r["bits_at"] if b is not None]
-        assert known == sorted(known) and r["bits_stored"] == r["bits_at"][-1]
-        assert 0 <= r["bits_stored"] <= r["dataset_bits"] + 1e-6 and r["net_bits"] <= r["bits_stored"] + 1e-6
-        first_eval = 20 * 8 / r["dataset_size"]  # exposures at the first eval; earlier budgets: None
-        assert [b is None for b in r["bits_at"]] == [e < first_eval for e in r["exposures"]]
+        assert r.exposures == [10.0, 20.0, 50.0, 100.0] and r.bucket == f"b{r.arch}n{r.dataset_size}"
+        assert r.schedule == "constant" and r.anneal_budget is None and r.extra == {}
+        assert r.steps % 20 == 0
+        assert r.steps - 20 < 100 * r.dataset_size / 8 <= r.steps
+        known = [b for b in r.bits_at if b is not None]
+        assert known == sorted(known) and r.bits_stored == r.bits_at[-1]
+        assert 0 <= r.bits_stored <= r.dataset_bits + 1e-6 and r.net_bits <= r.bits_stored + 1e-6
+        first_eval = 20 * 8 / r.dataset_size  # exposures at the first eval; earlier budgets: None
+        assert [b is None for b in r.bits_at] == [e < first_eval for e in r.exposures]
     for name in (
         "report.md",
         "capacity.json",
@@ -107,7 +109,8 @@ def _check_killed_run_resumes_to_the_same_bytes(straight, dead):
     empty and leaves it unresolved."""
     killed = launch(dead, "--config.runtime.checkpoint_every=1", killer=3 + 5 + 10 + 3 + 4)
     assert killed.returncode == 137, killed.stderr[-2000:]
-    measured = {json.loads(line)["bucket"] for line in (dead / "capacity.jsonl").read_text().splitlines()}
+    lines = (dead / "capacity.jsonl").read_text().splitlines()
+    measured = {CapacityRow.from_json(json.loads(line)).bucket for line in lines}
     assert measured == {"b0n4", "b0n8", "b0n16", "b1n4"}
     resumed = launch(dead)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -119,8 +122,8 @@ def _check_killed_run_resumes_to_the_same_bytes(straight, dead):
         assert (dead / name).read_bytes() == (straight / name).read_bytes(), name
 
 
-def summarize_rows(rows: list[dict], arch: int) -> dict:
-    [summary] = capacity.summarize([r for r in rows if r["arch"] == arch], 0.05, 0.05)
+def summarize_rows(rows: list[CapacityRow], arch: int) -> dict:
+    [summary] = capacity.summarize([r for r in rows if r.arch == arch], 0.05, 0.05)
     return summary
 
 

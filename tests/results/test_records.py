@@ -1,12 +1,13 @@
 """The typed host records (jaxcap.results.records): each reads what the code writes and what
-older code wrote, and writes it back unchanged, so members.jsonl and checkpoints keep their format."""
+older code wrote, and writes it back unchanged, so members.jsonl, capacity.jsonl and checkpoints
+keep their format."""
 
 import dataclasses
 import json
 
 import pytest
 
-from jaxcap.results.records import Cursor, LevelSummary, MemberRow
+from jaxcap.results.records import CapacityRow, Cursor, LevelSummary, MemberRow
 
 # the first row of `configs/modmod.py:smoke`'s members.jsonl (2026-11-27)
 REAL_ROW = {
@@ -198,3 +199,100 @@ def test_a_level_summary_round_trips():
     names = [f.name for f in dataclasses.fields(LevelSummary)]
     data = {n: None for n in names} | {"knobs": {"modulus": 5}, "values": [0.3], "n": 2}
     assert LevelSummary.from_json(data).to_json() == data
+
+
+# the first row of `configs/capacity.py:smoke`'s capacity.jsonl (a budget passed before the first
+# eval is null), as written before CapacityRow
+CAPACITY_ROW = {
+    "anneal_budget": None,
+    "arch": 0,
+    "arch_label": "model.d_model=8,model.n_heads=1,model.d_ff=16",
+    "batch_size": 8,
+    "bits_at": [None, None, 56.83879753207444, 120.65514685954415],
+    "bits_stored": 120.65514685954415,
+    "bucket": "b0n4",
+    "ce_bits_per_item": 23.15721321105957,
+    "dataset_bits": 240.0,
+    "dataset_size": 4,
+    "diverged": False,
+    "exact_at": [None, None, 0.0, 0.0],
+    "exact_fraction": 0.0,
+    "exposures": [10.0, 20.0, 50.0, 100.0],
+    "family": "random_tokens",
+    "final_exposures": 120.0,
+    "learning_rate": 0.01,
+    "member": 0,
+    "model": {
+        "activation": "gelu",
+        "angular": "none",
+        "angular_n": 0,
+        "angular_tokens": 0,
+        "attention": "causal",
+        "compute_dtype": "float32",
+        "d_ff": 16,
+        "d_head": 8,
+        "d_model": 8,
+        "embed_sqrt_d": False,
+        "embed_std": 0.02,
+        "input_dim": 0,
+        "mlp": True,
+        "n_heads": 1,
+        "n_kv_heads": 0,
+        "n_layers": 1,
+        "n_outputs": 16,
+        "norm": "pre",
+        "norm_type": "layer",
+        "param_dtype": "float32",
+        "pos_encoding": "learned",
+        "qat_activations": False,
+        "qat_bits": 0,
+        "qk_norm": False,
+        "readout": "all",
+        "residual": "standard",
+        "seq_len": 16,
+        "vocab_size": 16,
+    },
+    "n_params": 1008,
+    "net_bits": 120.65514685954415,
+    "net_bits_at": [None, None, 56.83879753207444, 120.65514685954415],
+    "recipe": {
+        "b2": 0.999,
+        "init_scale": 1.0,
+        "learning_rate": 0.01,
+        "warmup_steps": 50.0,
+        "weight_decay": 0.0,
+    },
+    "round": 0,
+    "saturated": False,
+    "schedule": "constant",
+    "seed": 0,
+    "steps": 60,
+}
+CAPACITY_LINE = json.dumps(CAPACITY_ROW, sort_keys=True)  # as on disk
+RECIPE_KEYS = ("recipe", "schedule", "anneal_budget")  # added with the memorization recipe
+EXPOSURE_KEYS = ("batch_size", "exposures", "bits_at", "net_bits_at", "exact_at", "final_exposures")
+
+
+def test_a_capacity_row_reads_and_writes_back_the_same_bytes():
+    row = CapacityRow.from_json(CAPACITY_ROW)
+    assert json.dumps(row.to_json(), sort_keys=True) == CAPACITY_LINE and row.extra == {}
+    assert row.bits_stored == row.bits_at[-1] and row.bits_at[0] is None and row.schedule == "constant"
+    assert row.trained_recipe == row.recipe and row.recipe["learning_rate"] == row.learning_rate
+
+
+def test_an_old_capacity_row_gets_defaults_and_unknown_keys_are_kept():
+    data = dict(CAPACITY_ROW)
+    old = {k: v for k, v in data.items() if k not in RECIPE_KEYS}  # before the recipe: constant rate
+    row = CapacityRow.from_json({**old, "note": "hand-added"})
+    assert (row.schedule, row.anneal_budget, row.recipe) == ("constant", None, None)
+    assert row.trained_recipe == {"learning_rate": 0.01}
+    assert row.extra == {"note": "hand-added"} and row.to_json()["note"] == "hand-added"
+    again = json.dumps(row.to_json(), sort_keys=True)  # written again: the defaults, and the note
+    assert json.loads(again) == {**data, "recipe": None, "note": "hand-added"}
+    capped = CapacityRow.from_json({k: v for k, v in old.items() if k not in EXPOSURE_KEYS})
+    assert capped.exposures is None and capped.bits_at is None and capped.bits_stored == row.bits_stored
+
+
+def test_a_capacity_row_missing_an_original_key_says_which():
+    with pytest.raises(ValueError, match="capacity.jsonl row: missing key.*bits_stored"):
+        CapacityRow.from_json({k: v for k, v in CAPACITY_ROW.items() if k != "bits_stored"})

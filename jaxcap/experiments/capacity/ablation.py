@@ -144,19 +144,20 @@ def flags(overrides: dict, seeds: int) -> list[str]:
 def measure(workdir: Path, row: str, overrides: dict, seeds: int) -> dict:
     """Run (or read back) one row, a launch of its own (so an interrupted row resumes): bits
     stored per seed at 1,000 exposures, constant and annealed."""
+    from jaxcap.results.records import CapacityRow
     from jaxcap.results.store import read_jsonl
 
     where = workdir / row
     if not (where / "report" / "capacity.json").exists():
         command = [sys.executable, "-m", "jaxcap.launch", *flags(overrides, seeds), f"--workdir={where}"]
         subprocess.run(command, check=True)
-    rows = read_jsonl(where / "capacity.jsonl")
+    rows = [CapacityRow.from_json(d) for d in read_jsonl(where / "capacity.jsonl")]
     out = {}
     for schedule in ("constant", "annealed"):
-        mine = sorted((r for r in rows if r.get("schedule", "constant") == schedule), key=lambda r: r["seed"])
+        mine = sorted((r for r in rows if r.schedule == schedule), key=lambda r: r.seed)
         if mine:
-            out[schedule] = [r["bits_stored"] for r in mine]
-            out["n_params"] = mine[0]["n_params"]
+            out[schedule] = [r.bits_stored for r in mine]
+            out["n_params"] = mine[0].n_params
     return out
 
 

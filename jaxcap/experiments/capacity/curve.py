@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from jaxcap.results.records import Cursor
+from jaxcap.results.records import CapacityRow, Cursor
 
 RECORDED = ("bits_stored", "net_bits", "exact_fraction")  # per member and budget, in the cursor
 
@@ -116,20 +116,20 @@ def member_saturated(budgets, bits_at, dataset_bits: float, tol: float) -> bool:
     return bool(full or (gain is not None and gain <= tol))
 
 
-def curve(members: list[dict], n_params: int) -> list[dict]:
+def curve(members: list[CapacityRow], n_params: int) -> list[dict]:
     """C(E) per exposure budget: per seed the most bits any member (size, learning rate) stored
     at E, of the members not diverged and resolved at E; median and range over seeds."""
     points = []
-    for k, budget in enumerate(members[0]["exposures"]):
-        per_seed: dict[int, dict] = {}
+    for k, budget in enumerate(members[0].exposures):
+        per_seed: dict[int, CapacityRow] = {}
         for r in members:
-            v = r["bits_at"][k]
-            if r["diverged"] or v is None:
+            v = r.bits_at[k]
+            if r.diverged or v is None:
                 continue
-            if r["seed"] not in per_seed or v > per_seed[r["seed"]]["bits_at"][k]:
-                per_seed[r["seed"]] = r
+            if r.seed not in per_seed or v > per_seed[r.seed].bits_at[k]:
+                per_seed[r.seed] = r
         best = [per_seed[s] for s in sorted(per_seed)]
-        bits = [r["bits_at"][k] for r in best]
+        bits = [r.bits_at[k] for r in best]
         median = float(np.median(bits)) if bits else None
         points.append(
             {
@@ -140,19 +140,19 @@ def curve(members: list[dict], n_params: int) -> list[dict]:
                 "min": min(bits, default=None),
                 "max": max(bits, default=None),
                 "bits_per_param": None if median is None else median / n_params,
-                "best_size": [r["dataset_size"] for r in best],
-                "sizes": sorted({r["dataset_size"] for r in members if r["bits_at"][k] is not None}),
+                "best_size": [r.dataset_size for r in best],
+                "sizes": sorted({r.dataset_size for r in members if r.bits_at[k] is not None}),
             }
         )
     return points
 
 
-def annealed_curve(rows: list[dict], n_params: int) -> list[dict]:
+def annealed_curve(rows: list[CapacityRow], n_params: int) -> list[dict]:
     """C(E) over annealed budgets: each budget E is its own runs (rows with `anneal_budget` E,
     one budget each), read like `curve`: per seed the most bits any size stored."""
     points = []
-    for budget in sorted({r["anneal_budget"] for r in rows}):
-        [point] = curve([r for r in rows if r["anneal_budget"] == budget], n_params)
+    for budget in sorted({r.anneal_budget for r in rows}):
+        [point] = curve([r for r in rows if r.anneal_budget == budget], n_params)
         points.append(point)
     return points
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.fields import ConfigError
+from jaxcap.results.records import CapacityRow
 
 # the hyperparameters that make a recipe (written in every row and in the report)
 RECIPE_KEYS = ("learning_rate", "b2", "init_scale", "warmup_steps", "weight_decay")
@@ -79,33 +80,33 @@ def check(config) -> None:
         )
 
 
-def best_recipe(rows: list[dict]) -> dict:
+def best_recipe(rows: list[CapacityRow]) -> dict:
     """The recipe with the highest median bits stored over seeds (diverged members store 0)."""
     by_recipe: dict[tuple, list[float]] = {}
     for r in rows:
-        key = tuple(sorted(r["recipe"].items()))
-        by_recipe.setdefault(key, []).append(0.0 if r["diverged"] else r["bits_stored"])
+        key = tuple(sorted(r.recipe.items()))
+        by_recipe.setdefault(key, []).append(0.0 if r.diverged else r.bits_stored)
     if not by_recipe:
         raise ValueError("best_recipe: no rows")
     key = max(by_recipe, key=lambda k: (float(np.median(by_recipe[k])), -len(str(k))))
     return dict(key)
 
 
-def search_table(rows: list[dict]) -> list[dict]:
+def search_table(rows: list[CapacityRow]) -> list[dict]:
     """Per recipe of a search: median and range of bits stored over seeds, best first."""
-    by_recipe: dict[tuple, list[dict]] = {}
+    by_recipe: dict[tuple, list[CapacityRow]] = {}
     for r in rows:
-        by_recipe.setdefault(tuple(sorted(r["recipe"].items())), []).append(r)
+        by_recipe.setdefault(tuple(sorted(r.recipe.items())), []).append(r)
     out = []
     for key, members in by_recipe.items():
-        bits = [0.0 if r["diverged"] else r["bits_stored"] for r in members]
+        bits = [0.0 if r.diverged else r.bits_stored for r in members]
         out.append(
             {
                 "recipe": dict(key),
                 "median": float(np.median(bits)),
                 "min": min(bits),
                 "max": max(bits),
-                "diverged": sum(r["diverged"] for r in members),
+                "diverged": sum(r.diverged for r in members),
                 "seeds": len(members),
             }
         )

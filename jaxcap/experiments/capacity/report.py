@@ -11,6 +11,7 @@ numbers; figures: plots.py and trend.py (from 3 sizes on). Definitions: sizes.py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from jaxcap.experiments.capacity.plots import (
     plot_curves,
     plot_exposures,
 )
+from jaxcap.results.records import CapacityRow
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
 
 
@@ -38,25 +40,30 @@ def _summaries(root: Path, exposures: float | None = None) -> tuple[dict, list[d
     config_path, rows_path = root / "config.json", root / "capacity.jsonl"
     if not rows_path.exists() or not config_path.exists():
         raise FileNotFoundError(f"{root}: no capacity run here (config.json and capacity.jsonl)")
-    config, rows = json.loads(config_path.read_text()), read_jsonl(rows_path)
+    config = json.loads(config_path.read_text())
+    rows = [CapacityRow.from_json(d) for d in read_jsonl(rows_path)]
     if exposures is not None:
-        constant = [_until(r, exposures) for r in rows if r.get("schedule", "constant") == "constant"]
-        rows = constant + [r for r in rows if r.get("anneal_budget") and r["anneal_budget"] <= exposures]
+        constant = [_until(r, exposures) for r in rows if r.schedule == "constant"]
+        rows = constant + [r for r in rows if r.anneal_budget and r.anneal_budget <= exposures]
     cap = config["capacity"]
     return config, capacity.summarize(rows, cap["plateau_tol"], cap.get("saturation_tol", 0.05))
 
 
-def _until(row: dict, exposures: float) -> dict:
-    keep = sum(e <= exposures for e in row["exposures"])
+def _until(row: CapacityRow, exposures: float) -> CapacityRow:
+    keep = sum(e <= exposures for e in row.exposures)
     if keep == 0:
-        raise ValueError(f"exposures: got {exposures:g}; allowed: at least {row['exposures'][0]:g}")
-    cut = {k: row[k][:keep] for k in ("exposures", "bits_at", "net_bits_at", "exact_at")}
-    last = {
-        "bits_stored": cut["bits_at"][-1],
-        "net_bits": cut["net_bits_at"][-1],
-        "exact_fraction": cut["exact_at"][-1],
-    }
-    return {**row, **cut, **last}
+        raise ValueError(f"exposures: got {exposures:g}; allowed: at least {row.exposures[0]:g}")
+    bits, net, exact = row.bits_at[:keep], row.net_bits_at[:keep], row.exact_at[:keep]
+    return dataclasses.replace(
+        row,
+        exposures=row.exposures[:keep],
+        bits_at=bits,
+        net_bits_at=net,
+        exact_at=exact,
+        bits_stored=bits[-1],
+        net_bits=net[-1],
+        exact_fraction=exact[-1],
+    )
 
 
 def saturated_capacity(workdir: str | Path, arch: int | str | dict, exposures: float | None = None) -> dict:

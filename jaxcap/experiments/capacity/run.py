@@ -39,7 +39,7 @@ from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.populations import CapacitySettings, check  # noqa: F401
 from jaxcap.models import param_count
-from jaxcap.results.records import Cursor
+from jaxcap.results.records import CapacityRow, Cursor
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
 from jaxcap.training.loop import population_program, train_bucket
 
@@ -74,7 +74,7 @@ def measure(
     budget: float | None = None,
     schedule: str = "constant",
     devices: int = 0,
-) -> list[dict]:
+) -> list[CapacityRow]:
     """capacity.jsonl rows of a trained size: the exposure record of its last checkpoint (a
     constant-rate run), or its final eval (an annealed run, measured at its one budget)."""
     mesh = sharding.population_mesh(len(bucket.members), devices)
@@ -97,46 +97,51 @@ def measure(
         n = int(member.knobs["dataset_size"])
         bits = bucket.task.complexity_bits(member.knobs)
         rows.append(
-            {
-                "bucket": bucket.name,
-                "arch": arch,
-                "arch_label": bucket.label,
-                "round": round_,
-                "member": i,
-                "seed": member.seed,
-                "learning_rate": member.hparams["learning_rate"],
-                "recipe": capacity_recipe.recipe_of(member.hparams),
-                "schedule": schedule,
-                "anneal_budget": budget,
-                "dataset_size": n,
-                "dataset_bits": float(bits),
-                "batch_size": batch,
-                "exposures": budgets,
-                "bits_at": at["bits_stored"][i],
-                "net_bits_at": at["net_bits"][i],
-                "exact_at": at["exact_fraction"][i],
-                "bits_stored": at["bits_stored"][i][-1],  # at the last budget: C_mem's measure
-                "net_bits": at["net_bits"][i][-1],
-                "exact_fraction": at["exact_fraction"][i][-1],
-                "ce_bits_per_item": cursor.last["ce_bits_per_item"][i],  # at the final eval
-                "saturated": capacity_curve.member_saturated(
+            CapacityRow(
+                bucket=bucket.name,
+                arch=arch,
+                arch_label=bucket.label,
+                round=round_,
+                member=i,
+                seed=member.seed,
+                learning_rate=member.hparams["learning_rate"],
+                recipe=capacity_recipe.recipe_of(member.hparams),
+                schedule=schedule,
+                anneal_budget=budget,
+                dataset_size=n,
+                dataset_bits=float(bits),
+                batch_size=batch,
+                exposures=budgets,
+                bits_at=at["bits_stored"][i],
+                net_bits_at=at["net_bits"][i],
+                exact_at=at["exact_fraction"][i],
+                bits_stored=at["bits_stored"][i][-1],  # at the last budget: C_mem's measure
+                net_bits=at["net_bits"][i][-1],
+                exact_fraction=at["exact_fraction"][i][-1],
+                ce_bits_per_item=cursor.last["ce_bits_per_item"][i],  # at the final eval
+                saturated=capacity_curve.member_saturated(
                     budgets, at["bits_stored"][i], bits, cap.saturation_tol
                 ),
-                "diverged": bool(diverged[i]),
-                "steps": step,
-                "final_exposures": capacity_curve.exposures(step, batch, n),
-                "n_params": param_count(bucket.model),
-                "family": bucket.task.spec.family,
-                "model": dataclasses.asdict(bucket.model),
-            }
+                diverged=bool(diverged[i]),
+                steps=step,
+                final_exposures=capacity_curve.exposures(step, batch, n),
+                n_params=param_count(bucket.model),
+                family=bucket.task.spec.family,
+                model=dataclasses.asdict(bucket.model),
+            )
         )
     return rows
 
 
-def _save_rows(store: Store, rows: list[dict]) -> None:
-    names = {r["bucket"] for r in rows}
-    kept = [r for r in read_jsonl(store.root / ROWS) if r["bucket"] not in names]
-    text = "".join(json.dumps(clean(r), sort_keys=True) + "\n" for r in kept + rows)
+def read_rows(store: Store) -> list[CapacityRow]:
+    """The rows of capacity.jsonl (none before the first size is measured)."""
+    return [CapacityRow.from_json(d) for d in read_jsonl(store.root / ROWS)]
+
+
+def _save_rows(store: Store, rows: list[CapacityRow]) -> None:
+    names = {r.bucket for r in rows}
+    kept = [r for r in read_rows(store) if r.bucket not in names]
+    text = "".join(json.dumps(clean(r.to_json()), sort_keys=True) + "\n" for r in kept + rows)
     write_atomic(store.root / ROWS, text)
 
 
@@ -152,7 +157,7 @@ def train_size(
     round_: int,
     budget: float | None = None,
     schedule: str = "constant",
-) -> list[dict]:
+) -> list[CapacityRow]:
     """Train (or resume) one size to the last exposure budget (or its annealed `budget`) and
     measure it."""
     cap, runtime, tic = plan.section.settings, plan.runtime, time.time()
@@ -171,7 +176,7 @@ def train_size(
 
 def _rows(plan: Plan, store: Store, bucket: Bucket, arch: int, round_: int, budget=None, schedule="constant"):
     """The rows of one population: read back if measured, else trained (or resumed) now."""
-    done = [r for r in read_jsonl(store.root / ROWS) if r["bucket"] == bucket.name]
+    done = [r for r in read_rows(store) if r.bucket == bucket.name]
     return done or train_size(plan, store, bucket, arch, round_, budget, schedule)
 
 
@@ -192,17 +197,17 @@ def search(plan: Plan, store: Store, arch: int, label: str, size: int) -> dict:
     return best
 
 
-def _print_size(bucket: Bucket, rows: list[dict], size: int, budgets, what: str) -> None:
-    mine = [r for r in rows if r["bucket"] == bucket.name]
+def _print_size(bucket: Bucket, rows: list[CapacityRow], size: int, budgets, what: str) -> None:
+    mine = [r for r in rows if r.bucket == bucket.name]
     print(
-        f"[{bucket.name}] n = {size} ({mine[0]['dataset_bits']:,.0f} bits), {what}: bits/param at "
+        f"[{bucket.name}] n = {size} ({mine[0].dataset_bits:,.0f} bits), {what}: bits/param at "
         f"{', '.join(f'{e:g}' for e in budgets)} exposures: "
-        + _bpp(capacity_curve.curve(mine, mine[0]["n_params"])),
+        + _bpp(capacity_curve.curve(mine, mine[0].n_params)),
         flush=True,
     )
 
 
-def capacity_experiment(plan: Plan, store: Store) -> list[dict]:
+def capacity_experiment(plan: Plan, store: Store) -> list[CapacityRow]:
     """Train and measure every architecture until its sizes plateau; print and write the report.
     The plan's buckets are its architectures; its populations are sizes it derives round by round
     from them (`plan.section`, the `CapacityRun` the registry check `populations.check` returns)."""
@@ -237,4 +242,4 @@ def capacity_experiment(plan: Plan, store: Store) -> list[dict]:
     written = capacity_report.write_report(store)
     print(capacity_report.format_text(store), flush=True)
     print(f"wrote {ROWS} and {', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root}")
-    return read_jsonl(store.root / ROWS)
+    return read_rows(store)

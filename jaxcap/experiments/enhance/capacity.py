@@ -32,7 +32,7 @@ import numpy as np
 from jaxcap import tasks
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.meta.data import arch_fields, family_name, read_rows, source
-from jaxcap.results.records import MemberRow
+from jaxcap.results.records import CapacityRow, MemberRow
 from jaxcap.results.store import Store
 
 # configs/capacity.py's defaults: the saturation test and the plateau test of the capacity run
@@ -74,9 +74,10 @@ def _bits_and_targets(row: MemberRow) -> tuple[float, float]:
     return float(row.complexity_bits), float(row.task["dataset_size"] * task.targets_per_example())
 
 
-def capacity_rows(rows: list[MemberRow], archs: list[dict], labels: list[str]) -> list[dict]:
-    """capacity.jsonl-style rows (as `capacity_run.measure` writes them) from population rows;
-    `archs` are the meta table's architectures (their order is the posterior's)."""
+def capacity_rows(rows: list[MemberRow], archs: list[dict], labels: list[str]) -> list[CapacityRow]:
+    """capacity.jsonl rows (as `capacity_run.measure` writes them, less the exposure record, the
+    recipe and the per-item cross-entropy) from population rows; `archs` are the meta table's
+    architectures (their order is the posterior's)."""
     saturated = _saturated(rows)
     out = []
     for r in rows:
@@ -87,23 +88,25 @@ def capacity_rows(rows: list[MemberRow], archs: list[dict], labels: list[str]) -
         diverged = r.status == "diverged" or not np.isfinite(r.final.get("train_loss", np.nan))
         net = 0.0 if diverged else float(capacity.estimated_bits(bits, targets, r.final["train_loss"]))
         out.append(
-            {
-                "arch": a,
-                "arch_label": labels[a],
-                "round": 0,
-                "seed": r.seed,
-                "learning_rate": r.hparams["learning_rate"],
-                "dataset_size": r.task["dataset_size"],
-                "dataset_bits": bits,
-                "bits_stored": max(0.0, net),
-                "net_bits": net,
-                "exact_fraction": r.final.get("train_exact", r.final.get("train_accuracy", 0.0)),
-                "saturated": saturated[(source(r), r.bucket, r.member)],
-                "diverged": diverged,
-                "n_params": r.n_params,
-                "family": r.family,
-                "model": r.model,
-            }
+            CapacityRow(
+                bucket=r.bucket,
+                arch=a,
+                arch_label=labels[a],
+                round=0,
+                member=r.member,
+                seed=r.seed,
+                learning_rate=r.hparams["learning_rate"],
+                dataset_size=r.task["dataset_size"],
+                dataset_bits=bits,
+                bits_stored=max(0.0, net),
+                net_bits=net,
+                exact_fraction=r.final.get("train_exact", r.final.get("train_accuracy", 0.0)),
+                saturated=saturated[(source(r), r.bucket, r.member)],
+                diverged=diverged,
+                n_params=r.n_params,
+                family=r.family,
+                model=r.model,
+            )
         )
     return out
 
