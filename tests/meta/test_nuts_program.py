@@ -2,9 +2,11 @@
 the K fits of a validation share it, a fit's draws do not depend on the fits beside it, and
 chains on host devices draw exactly what chains in turn draw."""
 
+import logging
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 from helpers import ENV, ROOT
@@ -25,14 +27,32 @@ def _table():
     return meta_data.build_table(rows)
 
 
+class _Compiles(logging.Handler):
+    """The programs XLA compiles while `jax.log_compiles()` is on (their "Compiling ..." lines)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+
+    def emit(self, record):
+        if record.getMessage().startswith("Compiling"):
+            self.names.append(record.getMessage().split(" with ")[0])
+
+
 def test_k_fits_compile_once_and_a_fit_does_not_depend_on_its_neighbours():
     table = _table()
-    before = meta_fit._chains_in_turn._cache_size()
-    data, obs = stack_folds([cell_data(table, 0), cell_data(table, 1)])
-    both = meta_fit.run_nuts(data, obs, NUTS)
-    alone = meta_fit.run_nuts(*stack_folds([cell_data(table, 0)]), NUTS)
-    # one program for the two fits and the single one (NumPyro's runner compiled per fit)
-    assert meta_fit._chains_in_turn._cache_size() == before + 1
+    compiles = _Compiles()
+    logging.getLogger("jax").addHandler(compiles)
+    try:
+        with jax.log_compiles():
+            both = meta_fit.run_nuts(*stack_folds([cell_data(table, 0), cell_data(table, 1)]), NUTS)
+            first = len(compiles.names)
+            alone = meta_fit.run_nuts(*stack_folds([cell_data(table, 0)]), NUTS)
+    finally:
+        logging.getLogger("jax").removeHandler(compiles)
+    # one sampler program and a few key programs for the two fits (NumPyro's runner compiled
+    # ~100 programs per fit), nothing for a third fit of the same shape
+    assert first <= 10 and compiles.names[first:] == [], compiles.names
     for name, x in alone.draws.items():
         np.testing.assert_array_equal(both.draws[name][:, :, :1], x, err_msg=name)
     np.testing.assert_array_equal(both.log_lik[:, :, :1], alone.log_lik)
