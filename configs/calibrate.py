@@ -34,7 +34,9 @@ levels Brier 0.115 [0.098, 0.136] (base rate 0.268, PIT 90 % coverage 0.95), bou
 0.366 (base rate 0.306: it loses; width 0.86), top levels 0.053 (0.306), leave one family out
 0.278 (0.263: it loses); out of grid 0.052 against 0.266. Time: fit and validation 25-32
 CPU-min per seed. The whole default in one piece, quiet 2-core CPU, cold compilation cache:
-34 min 42 s wall, 54 CPU-min (training 20 min, copying 9 of them; 2026-11-27).
+34 min 42 s wall, 54 CPU-min (training 20 min, copying 9 of them; 2026-11-27); since NUTS
+compiles once per table shape, its fit + validation refitted on that table took 10 min instead
+of 14 (docs/meta-model.md), so about 31 min in all (not re-timed in one piece).
 
     # replicates: the same with --config.seed=1, 2, then
     python -m jaxcap.meta.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown
