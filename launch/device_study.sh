@@ -59,9 +59,11 @@ export PYTHONUNBUFFERED=1 JAXCAP_CACHE=${JAXCAP_CACHE:-$STUDY/cache}
 
 if [ "$SMALL" = 1 ]; then  # the smoke variants: the plumbing, not a measurement
   SPEED='{"runs": [["grok", "float32"]], "P": 2, "batch": 16, "steps": 2, "repeats": 1, "trials": 1}'  # one run: the page's row
-  GROK=(configs/grokking.py:smoke)
-  CAP=(configs/capacity.py:smoke --config.capacity.max_rounds=1)
-  CAL=(configs/calibrate.py:smoke --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()")
+  # one bucket, one architecture, no bisection: each part still writes what its page section reads
+  GROK=(configs/grokking.py:smoke "--config.sweep.buckets=('task.operation=add',)")
+  CAP=(configs/capacity.py:smoke --config.capacity.max_rounds=1 "--config.sweep.buckets=('model.d_model=8,model.n_heads=1,model.d_ff=16',)")
+  CAL=(configs/calibrate.py:smoke --config.calibrate.validation.folds=0 "--config.calibrate.validation.designs=()"
+    --config.calibrate.design.rounds=0)
   T_RUNS=(300) T_GROK=400 T_CAP=400 T_CAL=500  # a shared 2-core CPU: compiles dominate
 else
   SPEED='{"runs": [["grok", "bfloat16"], ["grok", "float32"], ["baseline", "bfloat16"]], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}'

@@ -159,3 +159,22 @@ def test_eval_scores_a_fixed_sample_sized_by_the_training_work(tiny, monkeypatch
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-6, err_msg=k)
     assert not np.allclose(got["val_loss"], jax.device_get(whole.evaluate(state, hp, data))["val_loss"])
+
+
+def test_init_compiles_to_the_same_bits(tiny, monkeypatch):
+    """init is compiled at LLVM -O1 on the CPU (`train.init_options`, for its compile time): what
+    it returns must be bit for bit what XLA's default -O3 gives, so the option changes no number
+    in any table."""
+    task, model, settings = tiny
+    members = _members({}, {"init_scale": 0.5}, seeds=[0, 3])
+    keys, hp = stack(members, base_seed=0)
+
+    def outputs():
+        program = make_population(settings, task, model)
+        state = program.init(keys, hp)
+        return jax.device_get((state.params, state.opt_state, state.key))
+
+    assert train.init_options() == {"xla_backend_optimization_level": 1}  # the tests run on a CPU
+    fast = outputs()
+    monkeypatch.setattr(train, "init_options", lambda: {"xla_backend_optimization_level": 3})
+    jax.tree.map(np.testing.assert_array_equal, fast, outputs())

@@ -113,8 +113,8 @@ def test_optuna_search_feeds_best_trials_to_the_fit(tmp_path):
         ),
     ],
 )
-def test_bad_calibrate_config_is_one_line(tmp_path, override, message):
-    out = launch(override, "--workdir", str(tmp_path / "w"), check=False)
+def test_bad_calibrate_config_is_one_line(tmp_path, fork_server, override, message):
+    out = fork_server.launch(*SMOKE, override, "--workdir", str(tmp_path / "w"), check=False)
     lines = [line for line in out.stderr.strip().splitlines() if line.strip()]
     assert out.returncode != 0 and len(lines) == 1 and message in lines[0], out.stderr
     assert not (tmp_path / "w" / "families").exists()
