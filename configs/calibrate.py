@@ -22,21 +22,23 @@ fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 ..
 64), sparse parity (k of 16 bits), random labels (32 .. 16,384 sequences), copying (3 .. 16
 symbols over 8, causal attention) and associative recall (1 .. 12 pairs over 32 symbols); a
 spanning grid of 4 levels per family, then 2 bisection rounds that add a level where success
-flips, 4 seeds per level, a d_model-32 model for 1,000 steps, NUTS 4 chains x (1,000 + 2,000);
+flips, 4 seeds per level, a d_model-32 model for 1,000 steps, NUTS 4 chains x (1,000 + 4,000) at
+acceptance 0.97;
 validation on held-out levels (4 folds x fold seed 1; fold seed 0 is the development split, not
 quoted), the top level of each family, and held-out families. A cell's seeds are correlated
 (beta-binomial, jaxcap/meta/model.py).
 
-Measured (docs/meta-model.md; 2-core CPU, 2026-11-27), data seeds 0, 1, 2: full fits 0
-divergences, R-hat <= 1.006, ESS >= 459; validation fits <= 0.01 % divergent, worst R-hat
-1.008-1.027 (seed 1 meets every target, seeds 0 and 2 miss on one family's θ); held-out grid
-levels Brier 0.115 [0.098, 0.136] (base rate 0.268, PIT 90 % coverage 0.95), boundary levels
-0.366 (base rate 0.306: it loses; width 0.86), top levels 0.053 (0.306), leave one family out
-0.278 (0.263: it loses); out of grid 0.052 against 0.266. Time: fit and validation 25-32
-CPU-min per seed. The whole default in one piece, quiet 2-core CPU, cold compilation cache:
-34 min 42 s wall, 54 CPU-min (training 20 min, copying 9 of them; 2026-11-27); since NUTS
-compiles once per table shape, its fit + validation refitted on that table took 10 min instead
-of 14 (docs/meta-model.md), so about 31 min in all (not re-timed in one piece).
+Sampler (docs/meta-model.md, 2-core CPU, 2026-11-28): on data seed 0's table, refitted with two
+random streams (`calibrate.nuts.seed` 0 and 1), full fits 0 divergences, R-hat <= 1.005, bulk ESS
+>= 716; the 14 validation fits <= 0.01 % divergent, worst R-hat 1.005, ESS >= 814: every target.
+Scores (data seeds 0, 1, 2, measured 2026-11-27 with 1,000 + 2,000 draws; the longer chains moved
+no Brier score on seed 0 by more than 0.002): held-out grid levels Brier 0.115 [0.098, 0.136] (base
+rate 0.268, PIT 90 % coverage 0.95), boundary levels 0.366 (base rate 0.306: it loses; width
+0.86), top levels 0.053 (0.306), leave one family out 0.278 (0.263: it loses); out of grid 0.052
+against 0.266. Time: the whole default in one piece, quiet 2-core CPU, cold compilation cache,
+with 2,000 draws: 34 min 42 s wall (training 20 min; 2026-11-27); fit + validation then took 10
+min wall (17.7 CPU-min) and take about 1.9x that CPU with 4,000 draws at 0.97 (33-35 CPU-min,
+measured on a shared machine): about 40 min in all, estimated, not re-timed in one piece.
 
     # replicates: the same with --config.seed=1, 2, then
     python -m jaxcap.meta.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown
@@ -179,8 +181,8 @@ def get_config(arg=None):
     c.sweep.seeds = 4
     c.note = "a small model (d_model 32) for 1,000 steps so the default finishes on a laptop CPU"
     # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/config.py);
-    # NUTS 1,000 + 2,000 and one fold seed (NutsSettings, ValidationSettings): R-hat <= 1.01 and
-    # bulk ESS >= 400 on the real default; replicates come from data seeds (docs/meta-model.md)
+    # NUTS 1,000 + 4,000 at acceptance 0.97 and one fold seed (NutsSettings, ValidationSettings):
+    # every sampler target met on the real default; replicates come from data seeds (docs/meta-model.md)
     c.calibrate = defaults(CalibrateSettings, families=families(variant))
     c.calibrate.design.update(DESIGN)
     if variant in ("smoke", "hpo_smoke"):

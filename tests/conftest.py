@@ -33,8 +33,11 @@ def pytest_collection_modifyitems(config, items):
     """How two xdist workers share the work (`--dist loadfile --no-loadscope-reorder`, set in
     pyproject.toml): one file's tests run in one worker, so a module-scoped launch and the file's
     in-process compiles happen once, not once per worker; and the files with slow tests are dealt
-    first, so that a long end-to-end test never starts last while short ones fill in the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: files stay whole
+    first, so that a long end-to-end test never starts last while short ones fill in the end;
+    among them, the `late` ones last: they launch what other files launch (the smoke configs), so
+    by then most of their programs are in the shared compilation cache."""
+    marked = lambda item, name: item.get_closest_marker(name) is not None  # noqa: E731
+    items.sort(key=lambda item: (not marked(item, "slow"), marked(item, "late")))  # stable: files stay whole
 
 
 @pytest.fixture(scope="session")

@@ -93,6 +93,7 @@ def test_page_refuses_bad_arguments(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.late  # its parts are the smoke configs other files launch: their programs are cached
 def test_small_study_end_to_end(tmp_path):
     """The whole script at SMALL=1 (smoke variants): every part finishes and the page says so."""
     env = {
@@ -118,7 +119,7 @@ def test_small_study_end_to_end(tmp_path):
     assert "Sampler health: full fit" in text and saved["parts"]["calibrate"]["health"]  # how C was sampled
     for part in device_page.PARTS:
         assert saved["parts"][part].get("rc", 0) == 0 and saved["parts"][part]["wall_s"] > 0, part
-    assert len(saved["parts"]["grokking"]["rows"]) == 2 and saved["parts"]["calibrate"]["rows"]
+    assert len(saved["parts"]["grokking"]["rows"]) == 1 and saved["parts"]["calibrate"]["rows"]  # one bucket
     assert len(saved["figures"]) == 4
 
 

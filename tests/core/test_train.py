@@ -6,6 +6,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcap.core import train
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
@@ -161,6 +162,7 @@ def test_eval_scores_a_fixed_sample_sized_by_the_training_work(tiny, monkeypatch
     assert not np.allclose(got["val_loss"], jax.device_get(whole.evaluate(state, hp, data))["val_loss"])
 
 
+@pytest.mark.slow  # the -O3 reference compile alone takes 10-25 s
 def test_init_compiles_to_the_same_bits(tiny, monkeypatch):
     """init is compiled at LLVM -O1 on the CPU (`train.init_options`, for its compile time): what
     it returns must be bit for bit what XLA's default -O3 gives, so the option changes no number
