@@ -14,9 +14,10 @@
 #      runs both in one command. A session whose device time does not cover both runs the parts
 #      the latest page lacks (the 2026-11-27 H100 page: `two`); the page marks the others "not run".
 #   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
-#      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; 104 s in the
-#      test suite on the 2-core CPU, 2026-11-28, compiles dominating; each part's timeout is wall time). Its page is labelled and
-#      goes to $OUT (default /tmp/device_study_out), never into docs/results/.
+#      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; 104 s
+#      in the test suite on the 2-core CPU, 2026-11-28, compiles dominating; each part's timeout
+#      is wall time). Its page is labelled and goes to $OUT (default /tmp/device_study_out),
+#      never into docs/results/.
 #
 # Parts (docs/results/README.md): speed (the issue 19 bench: grok P = 256 in bfloat16 and TF32,
 # the seed baseline P = 256 in bfloat16), grokking (configs/grokking.py:full), capacity (two
