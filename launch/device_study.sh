@@ -9,7 +9,8 @@
 #        run(command="COMMIT=<hash> bash launch/device_study.sh one", carry=[".whl"], timeout_s=430)
 #        run(command="COMMIT=<hash> bash launch/device_study.sh two", carry=[".whl"], timeout_s=520)
 #      (`one`: speed, grokking; `two`: capacity, calibrate, the page; docs/results/README.md has
-#      each part's predicted and measured time). `two` writes the results page into $OUT:
+#      each part's predicted and measured time; `capacity` or `calibrate` runs that part alone,
+#      then the page). `two` writes the results page into $OUT:
 #      <date>-<device>.md, .json and one figure per part (copy them into docs/results/). `all`
 #      runs both in one command. A session whose device time does not cover both runs the parts
 #      the latest page lacks (the 2026-11-27 H100 page: `two`); the page marks the others "not run".
@@ -44,6 +45,10 @@ if [ "${1:-}" = wheels ]; then
 fi
 
 PART=${1:-all}
+case $PART in
+  one | two | all | capacity | calibrate | predict) ;;
+  *) echo "device_study.sh: part '$PART'; allowed: wheels, one, two, all, capacity, calibrate, predict" >&2; exit 2 ;;
+esac
 SMALL=${SMALL:-0}
 STUDY=${STUDY:-/tmp/device_study}  # kept between the two commands on a warm machine
 OUT=${OUT:-/tmp/device_study_out}
@@ -150,8 +155,8 @@ if [ "$PART" = one ] || [ "$PART" = all ]; then
   # what `one` measured comes back even if `two` never runs (no checkpoints, no cache)
   tar czf "$OUT/study_one.tgz" -C "$STUDY" --exclude cache --exclude ckpt --exclude curves.zarr . 2> /dev/null
 fi
-if [ "$PART" = two ] || [ "$PART" = all ]; then
-  launch capacity "$T_CAP" "${CAP[@]}"
-  launch calibrate "$T_CAL" "${CAL[@]}"
+case $PART in two | all | capacity) launch capacity "$T_CAP" "${CAP[@]}" ;; esac
+case $PART in two | all | calibrate) launch calibrate "$T_CAL" "${CAL[@]}" ;; esac
+if [ "$PART" != one ]; then
   "$PY" -m jaxcap.reports.device_page "$STUDY" "$OUT" --small "$SMALL" | tee -a "$LOG"
 fi

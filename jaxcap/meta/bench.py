@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "archs": len(table.archs),
         "nuts": {**nuts_cfg, "chain_method": meta_fit.chain_method(nuts_cfg["chains"])},
         "runs": runs,
-        "devices": f"{jax.local_device_count()} x {jax.devices()[0].platform}",
+        "devices": f"{len(jax.devices('cpu'))} x cpu (NUTS's; default backend {jax.default_backend()})",
         "cpu_count": os.cpu_count(),
         "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "target": {"seconds": 60, "max_rhat": 1.01, "divergences": 0},

@@ -2,9 +2,12 @@
 
 `fit(table, settings)` runs NUTS (Hoffman & Gelman 2011, arXiv:1111.4246) on the cells of a
 `meta_data.Table` in float64 (inside `jax.enable_x64`, so population training stays float32)
-and returns a `Posterior`. Chains run in parallel over CPU host devices when the process has
-enough of them (`reserve_chain_devices`, which must run before JAX initialises: it changes the
-device count of the whole process), otherwise one after another. The K fits of a validation
+and returns a `Posterior`, always on the host CPU: NUTS is a long chain of tiny, data-dependent
+steps (a while loop per tree doubling, a few hundred cells), which an accelerator runs one kernel
+launch at a time (2 chains x 600 draws took 70 s on an H100, 2026-11-27). Chains run in
+parallel over CPU host devices when the process has enough of them (`reserve_chain_devices`,
+which must run before JAX initialises: it changes the CPU device count of the whole process),
+otherwise one after another. The K fits of a validation
 share one program compiled with the data as arguments (`_chains_on_devices`, `_chains_in_turn`):
 one compile for all, where NumPyro's multi-chain runner compiled again for every fit.
 (A vmapped NUTS over folds x chains was tried: on CPU it ran ~7x slower per leapfrog step and
@@ -66,7 +69,7 @@ def reserve_chain_devices(chains: int) -> bool:
 
 
 def chain_method(chains: int) -> str:
-    return "parallel" if jax.local_device_count() >= chains else "sequential"
+    return "parallel" if len(jax.devices("cpu")) >= chains else "sequential"
 
 
 def _chain(key, data: dict, obs, settings: NutsSettings):
@@ -92,7 +95,9 @@ def _chain(key, data: dict, obs, settings: NutsSettings):
 # on the 2-core CPU the calibrate smoke's 4 validation fits compiled 22 programs, 87 of their
 # 111 s, and with one device 414 programs, 74 of 100 s. Chains: one per CPU host device, or one
 # after another in one program; the draws are the same either way.
-_chains_on_devices = jax.pmap(_chain, in_axes=(0, None, None, None), static_broadcasted_argnums=(3,))
+_chains_on_devices = jax.pmap(
+    _chain, in_axes=(0, None, None, None), static_broadcasted_argnums=(3,), backend="cpu"
+)
 
 
 @functools.partial(jax.jit, static_argnums=(3,))
@@ -118,7 +123,9 @@ def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsR
     values: dict[str, list] = {k: [] for k in SITES}
     diverging, steps, energy, log_lik = [], [], [], []
     n_fits = successes.shape[0]
-    with jax.enable_x64(True):
+    # the host CPU even beside an accelerator (the module docstring says why): numpy inputs are
+    # uncommitted, so the default device places `_chains_in_turn`; `_chains_on_devices` names it
+    with jax.enable_x64(True), jax.default_device(jax.devices("cpu")[0]):
         chains = _chains_on_devices if chain_method(settings.chains) == "parallel" else _chains_in_turn
         # one bar over the fits: a compiled fit has no per-draw callbacks (they would slow it)
         for k in tqdm(range(n_fits), desc="NUTS fits", unit="fit", dynamic_ncols=True, mininterval=1.0):
