@@ -6,7 +6,7 @@
     python -m jaxcap.launch --config configs/calibrate.py:hpo      # one Optuna study per level
     python -m jaxcap.launch --config configs/calibrate.py:domains  # + Markov LM, sentiment, ARC, RNA
     python -m jaxcap.launch --config configs/calibrate.py:device   # the device study's part: C of
-        # the seed baseline on 3 families; 217 s on an H100 (2026-11-27; 194 predicted, timeout 250 s)
+        # the seed baseline on 3 families; 159 s on an H200 (2026-11-28; 149 predicted, timeout 250 s)
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see

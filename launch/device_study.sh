@@ -80,7 +80,8 @@ else
     "--config.note=the device study: two architectures (4,080 and 14,288 params), sizes 2-8 x params, one round")
   CAL=(configs/calibrate.py:device)  # C only: no held-out fits
   # seconds; measured on the H100 2026-11-27: speed runs 42, 41 and > 50 (its compile and 2 x 3
-  # timed chunks), grokking 197; capacity 179, calibrate 217 (:device, NUTS 70 s of it)
+  # timed chunks), grokking 197; capacity 179, calibrate 217 (:device, NUTS on the GPU 70 s of it;
+  # on the H200, 2026-11-28, with NUTS on the host CPU: 159 s, NUTS 24.6 s)
   T_RUNS=(45 45 75) T_GROK=${T_GROK:-230} T_CAP=${T_CAP:-220} T_CAL=${T_CAL:-250}  # env overrides: more margin
 fi
 

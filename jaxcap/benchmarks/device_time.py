@@ -48,7 +48,9 @@ BANDWIDTH = 77.03e6 / _PER_MEMBER_S  # 1.09 TB/s of GEMM operands and results
 COMPILE_S = 20.0  # per program (H100, 2026-11-27: 15-28 s; the seed baseline's ~28 s)
 PROCESS_S = 15.0  # Python, JAX and CUDA start-up per process
 EVAL_SHARE = 0.1  # evals are sized to at most this share of training (config.eval.time_share)
-FIT_S = 70.0  # one NUTS fit: the H100, 2026-11-27, calibrate :device (chains one after another)
+# one NUTS fit, 4 x (1,000 + 4,000) on the host CPU (jaxcap/meta/fit.py), compile included: the
+# H200 machine's 16 cores, 2026-11-28, calibrate :device (2 x 600 on the H100's GPU took 70 s)
+FIT_S = 25.0
 REPORT_S = 8.0  # one workdir's report and its figures (the 2-core CPU: 16 s for four figures)
 
 
