@@ -116,13 +116,26 @@ def _lock_first(argv: list[str]) -> None:
     lock.take_early(root)
 
 
+def overrides(argv: list[str]) -> list[str]:
+    """The `--config.a.b=v` arguments that can change results (`config.runtime` ones cannot)."""
+    return sorted(a for a in argv if a.startswith("--config.") and not a.startswith("--config.runtime."))
+
+
+def annotate_note(config, argv: list[str]) -> None:
+    """A config file's `note` describes the file's own values: once the command line changes
+    some of them, the note says which, so a report does not claim the file's model or budget
+    for a run that used others. A note given on the command line is the user's own: kept."""
+    changed = [a.removeprefix("--config.") for a in overrides(argv)]
+    if config.note and changed and not any(a.startswith("note=") for a in changed):
+        config.note += f" (changed on the command line: {', '.join(changed)})"
+
+
 def default_workdir(argv: list[str]) -> Path:
     spec = next(a.split("=", 1)[1] for a in argv if a.startswith("--config="))
     path, _, variant = spec.partition(":")
     name = Path(path).stem + (f"_{variant}" if variant else "")
-    overrides = sorted(a for a in argv if a.startswith("--config.") and not a.startswith("--config.runtime."))
-    if overrides:
-        name += "_" + hashlib.sha1(" ".join(overrides).encode()).hexdigest()[:8]
+    if overrides(argv):
+        name += "_" + hashlib.sha1(" ".join(overrides(argv)).encode()).hexdigest()[:8]
     return Path("runs") / name
 
 
@@ -132,7 +145,8 @@ def main(argv: list[str]) -> None:
     if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint step at INFO
 
-    workdir = _WORKDIR.value or default_workdir(_normalize(cli.expand_flagfiles(sys.argv)))
+    argv = _normalize(cli.expand_flagfiles(sys.argv))
+    workdir = _WORKDIR.value or default_workdir(argv)
     if not _DEBUG.value:  # Orbax's and asyncio's threads log their own failed writes of a full disk
         logging.get_absl_handler().addFilter(_not_disk_full)
         sys.excepthook = _without_closed_loops(sys.excepthook)
@@ -140,6 +154,7 @@ def main(argv: list[str]) -> None:
     try:
         if _CREATE.value:
             return create(_CONFIG.value, workdir)
+        annotate_note(_CONFIG.value, argv)
         run(_CONFIG.value, str(workdir))
     except Exception as e:
         message = one_line(e)

@@ -130,3 +130,22 @@ def test_hpo_figures_come_from_optuna(tmp_path, monkeypatch):
         "hpo_importance_modulo_modulus=10.png",
     ]
     assert called == ["plot_optimization_history", "plot_param_importances", "plot_param_importances"]
+
+
+def test_a_config_files_note_names_the_command_lines_changes():
+    """The note describes the config file's values; overrides that change results are named after
+    it (runtime ones are not), and a note given on the command line is left as given."""
+    from ml_collections import ConfigDict
+
+    from jaxcap.launch import annotate_note, default_workdir
+
+    argv = ["launch", "--config=configs/calibrate.py", "--config.model.d_model=64"]
+    argv.append("--config.runtime.progress=False")
+    config = ConfigDict({"note": "a small model (d_model 32)"})
+    annotate_note(config, argv)
+    assert config.note == "a small model (d_model 32) (changed on the command line: model.d_model=64)"
+    for argv_, note in ((argv[:2] + argv[3:], "file's"), (argv + ["--config.note=mine"], "mine")):
+        config = ConfigDict({"note": note})
+        annotate_note(config, argv_)
+        assert config.note == note  # runtime only: nothing changed; the user's own note: kept
+    assert default_workdir(argv) != default_workdir(argv[:2] + argv[3:])  # the same overrides as the hash

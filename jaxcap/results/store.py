@@ -145,7 +145,9 @@ class Store:
                     f"{self.config_path} does not parse ({e}); allowed: a workdir written by jaxcap "
                     "(move this one away, or use another --workdir)"
                 ) from None
-            diffs = _differences(config, old)
+            # the note describes the run, it does not define it: a note written before the
+            # launcher named the command line's changes in it (jaxcap.launch.annotate_note) resumes
+            diffs = _differences({**config, "note": None}, {**old, "note": None})
             if diffs and self._never_started():
                 print(
                     f"note: {self.root} held only the config of a run that never started "
