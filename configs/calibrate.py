@@ -28,18 +28,15 @@ validation on held-out levels (4 folds x fold seed 1; fold seed 0 is the develop
 quoted), the top level of each family, and held-out families. A cell's seeds are correlated
 (beta-binomial, jaxcap/meta/model.py).
 
-Sampler (docs/meta-model.md, 2-core CPU, 2026-11-28): on data seed 0's table, refitted with two
-random streams (`calibrate.nuts.seed` 0 and 1), full fits 0 divergences, R-hat <= 1.005, bulk ESS
->= 716; the 14 validation fits <= 0.01 % divergent, worst R-hat 1.005, ESS >= 814: every target;
-data seed 1 likewise (full fit R-hat 1.0004; validation 0.002 % divergent), seed 2's full fit too.
-Scores (data seeds 0, 1, 2, measured 2026-11-27 with 1,000 + 2,000 draws; the longer chains moved
-no Brier score on seed 0 by more than 0.002): held-out grid levels Brier 0.115 [0.098, 0.136] (base
-rate 0.268, PIT 90 % coverage 0.95), boundary levels 0.366 (base rate 0.306: it loses; width
-0.86), top levels 0.053 (0.306), leave one family out 0.278 (0.263: it loses); out of grid 0.052
-against 0.266. Time: the whole default in one piece, quiet 2-core CPU, cold compilation cache,
-with 2,000 draws: 34 min 42 s wall (training 20 min; 2026-11-27); with 4,000 draws at 0.97,
-data seed 1 (`--config.seed=1`): 37 min 4 s wall, 59.3 CPU-min (training ~22 min, the full fit
-95 s, 14 validation fits 15 min 40 s; 2026-11-28), every sampler target met.
+Measured at the default on data seeds 0, 1 and 2 (docs/meta-model.md, 2-core CPU, 2026-11-28):
+every sampler target on every seed (full fits 0 divergences, R-hat <= 1.005, bulk ESS >= 716;
+validation fits <= 0.01 % divergent, R-hat <= 1.005, ESS >= 992). Held-out scores, mean [min,
+max] over the seeds: grid levels Brier 0.115 [0.096, 0.137] (base rate 0.268), boundary levels
+0.370 (base rate 0.306: it loses), top levels 0.054 (0.306), leave one family out 0.277 (0.263:
+it loses); PIT 90 % coverage with the seeds' cells pooled: grid 0.88, boundary 0.86 (median
+boundary width 0.86); out of grid 0.052 against 0.266 (2026-11-27). Time: data seed 1 in one
+piece, quiet 2-core CPU, cold compilation cache: 37 min 4 s wall, 59.3 CPU-min (training ~22
+min, the full fit 95 s, 14 validation fits 15 min 40 s).
 
     # replicates: the same with --config.seed=1, 2, then
     python -m jaxcap.meta.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown

@@ -11,6 +11,7 @@ the meta-model loses to a baseline.
 from __future__ import annotations
 
 from jaxcap.meta.fit import DIVERGENCE_RATE_MAX, ESS_MIN, RHAT_MAX
+from jaxcap.meta.scores import coverage_interval
 
 BASELINES = ("base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
 TITLES = {
@@ -25,6 +26,15 @@ TITLES = {
 
 def num(x, fmt=".3f") -> str:
     return "—" if x is None else f"{x:{fmt}}"
+
+
+def _cells(coverage: float, cells: int | None) -> str:
+    """ ", k of n cells [90% interval]": whether a miss of the nominal 0.90 can be one run's luck."""
+    if not cells:
+        return ""
+    k = round(coverage * cells)
+    lo, hi = coverage_interval(k, cells)
+    return f", {k} of {cells} cells [{lo:.2f}, {hi:.2f}]"
 
 
 def losses(scores: dict) -> list[str]:
@@ -99,7 +109,8 @@ def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
         if kind in s:
             m = s[kind]["meta_model"]
             ok = 0.85 <= m["pit_coverage90"] <= 0.95
-            width = f"{m['pit_coverage90']:.2f} (median 90% width {m['median_width90']:.2f})"
+            width = f"{m['pit_coverage90']:.2f}{_cells(m['pit_coverage90'], s[kind].get('n_cells'))}"
+            width += f" (median 90% width {m['median_width90']:.2f})"
             out.append((f"held-out {kind}: PIT coverage 90%", width, "in [0.85, 0.95]", ok))
     if "levels:boundary" in s:
         w = s["levels:boundary"]["meta_model"]["median_width90"]
@@ -172,6 +183,12 @@ def scorecard(valid: dict) -> list[str]:
     ]
     out += ["Targets (issue 16):", "", "| target | measured | required | met |", "|---|---|---|---|"]
     out += [f"| {t} | {m} | {r} | {'yes' if ok else '**no**'} |" for t, m, r, ok in targets(valid)]
+    out += [
+        "",
+        "A coverage's [interval] is its Jeffreys 90 % interval from the cells this run held out: one "
+        "that holds 0.90 cannot tell a miss of the band from chance (`python -m "
+        "jaxcap.meta.replicates` pools the cells of several data seeds).",
+    ]
     for name, why in valid.get("refused", {}).items():
         out.append(f"\nRefused fold `{name}`: {why}.")
     out += [

@@ -27,6 +27,16 @@ from jaxcap.meta.model import count_cdf
 MASSES = (50, 90)
 
 
+def coverage_interval(covered: int, cells: int, mass: float = 0.90) -> tuple[float, float]:
+    """Jeffreys interval of a coverage rate from `covered` of `cells` held-out cells (Brown, Cai &
+    DasGupta 2001): with the 4-20 cells of one run, how far from nominal calibrated intervals
+    can land by chance."""
+    from scipy import stats
+
+    lo, hi = stats.beta.ppf([(1 - mass) / 2, (1 + mass) / 2], covered + 0.5, cells - covered + 0.5)
+    return float(lo), float(hi)
+
+
 def cell_record(
     key: tuple,
     p: np.ndarray,

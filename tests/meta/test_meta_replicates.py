@@ -38,3 +38,21 @@ def test_cli_reads_workdirs_and_refuses_a_missing_one(tmp_path, capsys):
     assert replicates.main([*dirs, str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "validation.json: missing" in err[0]
+
+
+def test_coverage_pooled_over_runs_with_an_interval():
+    """9/10 and 10/20 covered cells pool to 19/30: its Jeffreys interval excludes 0.90; one run's
+    4/4 alone cannot (a run without n_cells counts nothing)."""
+    runs = [
+        {"scores": {"levels": {"n_cells": 10, "meta_model": {"pit_coverage90": 0.9}}}},
+        {"scores": {"levels": {"n_cells": 20, "meta_model": {"pit_coverage90": 0.5}}}},
+        {"scores": {"levels": {"meta_model": {"pit_coverage90": 1.0}}}},
+    ]
+    c = replicates.pooled_coverage(runs)["levels"]
+    assert (c["covered"], c["cells"]) == (19, 30) and c["rate"] == pytest.approx(19 / 30)
+    assert c["lo"] < 19 / 30 < c["hi"] < 0.9
+    lines = replicates.pooled_markdown({"levels": c})
+    assert any("| levels | 30 | 19 | 0.63 [" in x and x.endswith("| no |") for x in lines)
+    one = {"scores": {"b": {"n_cells": 4, "meta_model": {"pit_coverage90": 1.0}}}}
+    small = replicates.pooled_coverage([one])["b"]
+    assert small["lo"] < 0.9 < small["hi"]

@@ -33,3 +33,14 @@ def test_targets_score_grid_and_boundary_coverage_and_width():
     assert met["held-out levels:grid: PIT coverage 90%"] is True
     assert met["held-out levels:boundary: PIT coverage 90%"] is False
     assert met["boundary levels: median 90% width"] is False
+
+
+def test_coverage_says_how_many_cells_and_its_interval():
+    """3 of 4 boundary cells covered: 0.75 misses the band, but its interval holds 0.90."""
+    m = {"brier": 0.3, "auc": 0.5, "pit_coverage90": 0.75, "median_width90": 0.8}
+    valid = {"scores": {"levels:boundary": {"meta_model": m, "floor": 0.1, "n_cells": 4}}}
+    [measured] = [
+        t[1] for t in scorecard.targets(valid) if t[0] == "held-out levels:boundary: PIT coverage 90%"
+    ]
+    lo, hi = (float(x) for x in measured.split("[")[1].split("]")[0].split(", "))
+    assert measured.startswith("0.75, 3 of 4 cells [") and lo < 0.75 < 0.9 < hi
