@@ -16,6 +16,10 @@ os.environ.setdefault("JAXCAP_CACHE", str(CACHE))  # also seen by launch subproc
 # entry. Runs outside the tests keep -O3. Likewise XLA's older loop emitters instead of its fusion
 # emitters: 13-15 % less CPU for tests/models/test_models.py + tests/core/test_learning.py on a
 # cold cache (138-142 -> 120 CPU-s, 2-core CPU, 2026-11-28), every test passing unchanged.
+# And LLVM -O0 for the programs a bucket runs once or once per eval (data, baselines, evaluate;
+# `jaxcap.core.runtime.few_options`), whose cost in a test is all compile: a cold
+# `configs/modmod.py:smoke` launch 22-23 CPU-s instead of 28-29 (2-core CPU, 2026-11-28).
+os.environ.setdefault("JAXCAP_XLA_FEW_LEVEL", "0")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     fast_compile = "--xla_backend_optimization_level=2 --xla_cpu_use_fusion_emitters=false"
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {fast_compile}".strip()
@@ -109,3 +113,4 @@ def meta_fitted(meta_simulated):
     from jaxcap.meta import fit as meta_fit
 
     return meta_fit.fit(meta_simulated[1], meta_nuts())
+

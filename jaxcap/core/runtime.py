@@ -1,4 +1,5 @@
-"""Process-level JAX settings a run depends on: compilation cache, matmul precision, x64.
+"""Process-level JAX settings a run depends on: compilation cache, matmul precision, x64, and the
+XLA options of the programs a bucket runs once or a few times.
 
 Kept in one place so that config.json records them and tests, benchmarks and launches set them
 the same way.
@@ -117,3 +118,31 @@ class PhaseClock:
         total = sum(self.seconds.values())
         shares = ", ".join(f"{name} {100 * s / total:.1f}%" for name, s in self.seconds.items() if s)
         return f"{rate} model-steps/s training ({members} members); {total:.1f} s: {shares}"
+
+
+def init_options() -> dict | None:
+    """XLA options for init, which a bucket runs once: on the CPU, LLVM at -O1, not XLA's -O3. Its
+    run time is nothing, its compile time was not: the threefry rounds at -O3 took 17-22 s against
+    4-8 s at -O1 for the grokking smoke model (2-core CPU, 2026-11-28), with bit-identical
+    parameters (`test_init_compiles_to_the_same_bits`). Not -O0, and not the baselines program:
+    there the last bits of logs and sums change with the level. Other backends: their defaults."""
+    return {"xla_backend_optimization_level": 1} if jax.default_backend() == "cpu" else None
+
+
+# LLVM's optimization level on the CPU for the programs a bucket runs once or once per eval (data,
+# baselines, evaluate), where compile time is most of their cost; unset: XLA's default. Only for
+# compile-bound runs whose numbers are compared among themselves (the tests set it to 0): the last
+# bits of a loss or a baseline change with the level, so a table then differs from a default run's.
+FEW_LEVEL_ENV = "JAXCAP_XLA_FEW_LEVEL"
+
+
+def few_options() -> dict | None:
+    """XLA options for the data, baselines and evaluate programs: `$JAXCAP_XLA_FEW_LEVEL` on the
+    CPU. At 0 the cold `configs/modmod.py:smoke` launch takes 22-23 CPU-s instead of 28-29 (2-core
+    CPU, 2026-11-28); a run's training steps, the program that runs most, keep the default."""
+    level = os.environ.get(FEW_LEVEL_ENV, "")
+    if not level or jax.default_backend() != "cpu":
+        return None
+    if level not in ("0", "1", "2", "3"):
+        raise ConfigError(f"${FEW_LEVEL_ENV}: got {level!r}; allowed: 0, 1, 2 or 3 (LLVM's -O level), or unset")
+    return {"xla_backend_optimization_level": int(level)}

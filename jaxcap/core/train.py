@@ -31,7 +31,7 @@ from jax.sharding import Mesh
 from jaxcap.core import losses
 from jaxcap.core.baselines import make_baselines
 from jaxcap.core.population import HParams
-from jaxcap.core.runtime import MATMUL_PRECISIONS
+from jaxcap.core.runtime import MATMUL_PRECISIONS, few_options, init_options
 from jaxcap.core.scoring import score_splits
 from jaxcap.core.sharding import member_sharding
 from jaxcap.fields import Choice, Float, Int, setting
@@ -285,21 +285,13 @@ def make_population(
 
     on = member_sharding(mesh) if mesh is not None else None
     split = {} if on is None else {"in_shardings": on, "out_shardings": on}
-    once = {**split, "compiler_options": init_options()}
+    init = {**split, "compiler_options": init_options()}
+    few = {**split, "compiler_options": few_options()}
     return PopulationProgram(
-        init=jax.jit(jax.vmap(init_member), **once),
-        data=jax.jit(jax.vmap(member_data), **split),
+        init=jax.jit(jax.vmap(init_member), **init),
+        data=jax.jit(jax.vmap(member_data), **few),
         chunk=jax.jit(jax.vmap(run_chunk), donate_argnums=0, **split),
-        evaluate=jax.jit(jax.vmap(evaluate), **split),
-        baselines=jax.jit(jax.vmap(lambda hp, data: member_baselines(hp.task, data)), **split),
+        evaluate=jax.jit(jax.vmap(evaluate), **few),
+        baselines=jax.jit(jax.vmap(lambda hp, data: member_baselines(hp.task, data)), **few),
         mesh=mesh,
     )
-
-
-def init_options() -> dict | None:
-    """XLA options for init, which a bucket runs once: on the CPU, LLVM at -O1, not XLA's -O3. Its
-    run time is nothing, its compile time was not: the threefry rounds at -O3 took 17-22 s against
-    4-8 s at -O1 for the grokking smoke model (2-core CPU, 2026-11-28), with bit-identical
-    parameters (`test_init_compiles_to_the_same_bits`). Not -O0, and not the baselines program:
-    there the last bits of logs and sums change with the level. Other backends: their defaults."""
-    return {"xla_backend_optimization_level": 1} if jax.default_backend() == "cpu" else None

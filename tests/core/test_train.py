@@ -162,6 +162,20 @@ def test_eval_scores_a_fixed_sample_sized_by_the_training_work(tiny, monkeypatch
     assert not np.allclose(got["val_loss"], jax.device_get(whole.evaluate(state, hp, data))["val_loss"])
 
 
+def test_few_run_programs_take_their_level_from_the_environment(monkeypatch):
+    """$JAXCAP_XLA_FEW_LEVEL sets LLVM's level of data, baselines and evaluate on the CPU (the
+    tests set 0); unset, XLA's default; anything else is a one-line error naming the variable."""
+    from jaxcap.core import runtime
+    from jaxcap.fields import ConfigError
+
+    assert runtime.few_options() == {"xla_backend_optimization_level": 0}  # conftest.py
+    monkeypatch.delenv(runtime.FEW_LEVEL_ENV)
+    assert runtime.few_options() is None
+    monkeypatch.setenv(runtime.FEW_LEVEL_ENV, "fast")
+    with pytest.raises(ConfigError, match=r"^\$JAXCAP_XLA_FEW_LEVEL: got 'fast'; allowed: 0, 1, 2 or 3"):
+        runtime.few_options()
+
+
 @pytest.mark.slow  # the -O3 reference compile alone takes 10-25 s
 def test_init_compiles_to_the_same_bits(tiny, monkeypatch):
     """init is compiled at LLVM -O1 on the CPU (`train.init_options`, for its compile time): what
