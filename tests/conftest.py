@@ -113,4 +113,3 @@ def meta_fitted(meta_simulated):
     from jaxcap.meta import fit as meta_fit
 
     return meta_fit.fit(meta_simulated[1], meta_nuts())
-

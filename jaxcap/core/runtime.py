@@ -144,5 +144,7 @@ def few_options() -> dict | None:
     if not level or jax.default_backend() != "cpu":
         return None
     if level not in ("0", "1", "2", "3"):
-        raise ConfigError(f"${FEW_LEVEL_ENV}: got {level!r}; allowed: 0, 1, 2 or 3 (LLVM's -O level), or unset")
+        raise ConfigError(
+            f"${FEW_LEVEL_ENV}: got {level!r}; allowed: 0, 1, 2 or 3 (LLVM's -O level), or unset"
+        )
     return {"xla_backend_optimization_level": int(level)}
