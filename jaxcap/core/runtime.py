@@ -125,23 +125,20 @@ def init_options() -> dict | None:
     run time is nothing, its compile time was not: the threefry rounds at -O3 took 17-22 s against
     4-8 s at -O1 for the grokking smoke model (2-core CPU, 2026-11-28), with bit-identical
     parameters (`test_init_compiles_to_the_same_bits`). Not -O0, and not the baselines program:
-    there the last bits of logs and sums change with the level. Other backends: their defaults.
-    `$JAXCAP_XLA_FEW_LEVEL`, when set, is init's level too (`few_options`)."""
-    if jax.default_backend() != "cpu":
-        return None
-    return few_options() or {"xla_backend_optimization_level": 1}
+    there the last bits of logs and sums change with the level. Other backends: their defaults."""
+    return {"xla_backend_optimization_level": 1} if jax.default_backend() == "cpu" else None
 
 
-# LLVM's optimization level on the CPU for the programs a bucket runs once or once per eval (init,
-# data, baselines, evaluate), where compile time is most of their cost; unset: XLA's default. Only for
+# LLVM's optimization level on the CPU for the programs a bucket runs once or once per eval (data,
+# baselines, evaluate), where compile time is most of their cost; unset: XLA's default. Only for
 # compile-bound runs whose numbers are compared among themselves (the tests set it to 0): the last
 # bits of a loss or a baseline change with the level, so a table then differs from a default run's.
 FEW_LEVEL_ENV = "JAXCAP_XLA_FEW_LEVEL"
 
 
 def few_options() -> dict | None:
-    """XLA options for the init, data, baselines and evaluate programs: `$JAXCAP_XLA_FEW_LEVEL` on
-    the CPU. At 0 the cold `configs/modmod.py:smoke` launch takes 22-23 CPU-s instead of 28-29 (2-core
+    """XLA options for the data, baselines and evaluate programs: `$JAXCAP_XLA_FEW_LEVEL` on the
+    CPU. At 0 the cold `configs/modmod.py:smoke` launch takes 22-23 CPU-s instead of 28-29 (2-core
     CPU, 2026-11-28); a run's training steps, the program that runs most, keep the default."""
     level = os.environ.get(FEW_LEVEL_ENV, "")
     if not level or jax.default_backend() != "cpu":

@@ -163,17 +163,14 @@ def test_eval_scores_a_fixed_sample_sized_by_the_training_work(tiny, monkeypatch
 
 
 def test_few_run_programs_take_their_level_from_the_environment(monkeypatch):
-    """$JAXCAP_XLA_FEW_LEVEL sets LLVM's level of init, data, baselines and evaluate on the CPU
-    (the tests set 0); unset, XLA's default (init: -O1); anything else is a one-line error naming
-    the variable."""
+    """$JAXCAP_XLA_FEW_LEVEL sets LLVM's level of data, baselines and evaluate on the CPU (the
+    tests set 0); unset, XLA's default; anything else is a one-line error naming the variable."""
     from jaxcap.core import runtime
     from jaxcap.fields import ConfigError
 
     assert runtime.few_options() == {"xla_backend_optimization_level": 0}  # conftest.py
-    assert runtime.init_options() == {"xla_backend_optimization_level": 0}
     monkeypatch.delenv(runtime.FEW_LEVEL_ENV)
     assert runtime.few_options() is None
-    assert runtime.init_options() == {"xla_backend_optimization_level": 1}
     monkeypatch.setenv(runtime.FEW_LEVEL_ENV, "fast")
     with pytest.raises(ConfigError, match=r"^\$JAXCAP_XLA_FEW_LEVEL: got 'fast'; allowed: 0, 1, 2 or 3"):
         runtime.few_options()
@@ -181,10 +178,9 @@ def test_few_run_programs_take_their_level_from_the_environment(monkeypatch):
 
 @pytest.mark.slow  # the -O3 reference compile alone takes 10-25 s
 def test_init_compiles_to_the_same_bits(tiny, monkeypatch):
-    """init is compiled at LLVM -O1 on the CPU (`runtime.init_options`, for its compile time; the
-    tests' -O0 aside): what it returns must be bit for bit what XLA's default -O3 gives, so the
-    option changes no number in any table."""
-    monkeypatch.delenv("JAXCAP_XLA_FEW_LEVEL")
+    """init is compiled at LLVM -O1 on the CPU (`train.init_options`, for its compile time): what
+    it returns must be bit for bit what XLA's default -O3 gives, so the option changes no number
+    in any table."""
     task, model, settings = tiny
     members = _members({}, {"init_scale": 0.5}, seeds=[0, 3])
     keys, hp = stack(members, base_seed=0)
