@@ -1,0 +1,145 @@
+"""A new family's pilot fit and the information-gain design, against slow references."""
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit
+from scipy.stats import betabinom, norm
+
+from jaxcap.meta import information, pilot
+from jaxcap.meta.posterior import Posterior
+
+
+def fake_posterior(n: int = 500, seed: int = 0, rho: bool = True) -> Posterior:
+    """Calibrated draws of one architecture and three families (only the sites pilot reads)."""
+    r = np.random.default_rng(seed)
+    draws = {
+        "mu_log_C": r.normal(8.0, 0.1, n),
+        "sigma_log_C": np.full(n, 0.3),
+        "beta": np.zeros((n, 4)),
+        "log_C": r.normal(8.0, 0.1, (n, 1)),
+        "mu_log_theta": r.normal(0.0, 0.5, n),
+        "sigma_log_theta": np.abs(r.normal(2.0, 0.3, n)),
+        "mu_log_kappa": r.normal(1.6, 0.2, n),
+        "sigma_log_kappa": np.abs(r.normal(0.3, 0.1, n)),
+        "sigma_level": np.abs(r.normal(0.3, 0.1, (n, 3))),
+    }
+    if rho:
+        draws["rho"] = r.beta(4.0, 4.0, n)
+    return Posterior(draws, {})
+
+
+def test_outcome_probabilities_match_numerical_integration_over_the_level_effect():
+    parts = pilot.prior_particles(fake_posterior(20), arch=0, seed=1, repeat=1)
+    got = pilot.outcome_probabilities(parts, np.log([500.0, 3000.0]), trials=4)
+    assert got.shape == (20, 2, 5)
+    np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-9)
+    for s in (0, 7, 13):
+        for i, b in enumerate((500.0, 3000.0)):
+            gap = parts.log_c[s] - parts.log_theta[s] - np.log(b)
+            phi = 1 / parts.rho[s] - 1
+            for y in range(5):
+
+                def f(d, y=y, gap=gap, phi=phi, s=s):
+                    p = np.clip(expit(parts.kappa[s] * (gap - d)), 1e-6, 1 - 1e-6)
+                    return betabinom.pmf(y, 4, p * phi, (1 - p) * phi) * norm.pdf(d, 0, parts.sigma[s])
+
+                ref = integrate.quad(f, -8 * parts.sigma[s], 8 * parts.sigma[s], limit=400, points=[gap])[0]
+                assert got[s, i, y] == pytest.approx(ref, abs=1e-4)
+
+
+def test_binomial_when_the_posterior_has_no_rho():
+    parts = pilot.prior_particles(fake_posterior(10, rho=False), arch=0, seed=0, repeat=1)
+    got = pilot.outcome_probabilities(parts, np.log([2000.0]), trials=3)
+    np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-9)
+
+
+def test_no_pilot_is_the_prior_and_pilots_move_the_boundary_toward_the_truth():
+    parts = pilot.prior_particles(fake_posterior(), arch=0, seed=0)
+    prior = pilot.fit_family(parts)
+    assert prior.ess == pytest.approx(len(parts.log_c))
+    assert prior.pilots == 0 and prior.runs == 0
+    # a family whose boundary is ~300 bits: learned at 100, failed at 1,000, by every seed
+    fit = pilot.fit_family(parts, np.log([100.0, 1000.0]), [4, 4], [4, 0])
+    lo, med, hi = fit.boundary_interval()
+    assert lo < 1000 and hi > 100 and 100 < med < 1000
+    assert fit.boundary_factor() < prior.boundary_factor() / 10
+    assert fit.pilots == 2 and fit.runs == 8
+    p = fit.predict(np.log([30.0, 3000.0]))
+    assert p[0] > 0.8 and p[1] < 0.2
+
+
+def test_weighted_quantile_equal_weights_is_numpys_hazen():
+    x = np.random.default_rng(0).normal(size=101)
+    q = [0.05, 0.5, 0.95]
+    np.testing.assert_allclose(pilot.weighted_quantile(x, np.ones(101), q), np.quantile(x, q, method="hazen"))
+
+
+def _entropy(p):
+    p = p[p > 0]
+    return -np.sum(p * np.log(p))
+
+
+def test_information_gain_equals_brute_force_enumeration_of_outcomes():
+    """I(b*; y) = H(b*) − Σ_y p(y) H(b* | y), each posterior an explicit reweighting."""
+    parts = pilot.prior_particles(fake_posterior(300), arch=0, seed=2, repeat=2)
+    fit = pilot.fit_family(parts, np.log([200.0]), [2], [2])
+    cands = np.log([100.0, 1000.0, 3000.0, 1e5])
+    got = information.information_gain(fit, cands, trials=3, seed=5)
+    sub = fit.resample(min(information.DESIGN_PARTICLES, len(fit.log_w)), 5)  # the same particles
+    bins = information.boundary_bins(parts.log_boundary[sub], np.ones(len(sub)))
+    for i, b in enumerate(cands):
+        gap = parts.log_c[sub] - parts.log_theta[sub] - b
+        h_prior = _entropy(np.bincount(bins, minlength=information.BINS) / len(sub))
+        expected = 0.0
+        for y in range(4):
+            like = np.zeros(len(sub))  # p(y | particle), by direct Gauss-Hermite sums
+            x, w = np.polynomial.hermite_e.hermegauss(pilot.NODES)
+            for xg, wg in zip(x, w / w.sum()):
+                p = np.clip(expit(parts.kappa[sub] * (gap - parts.sigma[sub] * xg)), 1e-6, 1 - 1e-6)
+                phi = 1 / parts.rho[sub] - 1
+                like += wg * betabinom.pmf(y, 3, p * phi, (1 - p) * phi)
+            p_y = like.mean()
+            post = np.bincount(bins, weights=like, minlength=information.BINS) / like.sum()
+            expected += p_y * _entropy(post)
+        assert got[i] == pytest.approx(h_prior - expected, abs=1e-9)
+
+
+def test_a_sharp_threshold_gains_the_entropy_of_which_side_it_is_on():
+    """κ huge, no level spread, no seed correlation: y says whether b* exceeds the level, so the
+    gain of one seed is the binary entropy of P(b* > level)."""
+    n = 4000
+    log_b = np.random.default_rng(0).uniform(0.0, 10.0, n)
+    sharp, none = np.full(n, 1e4), np.full(n, 1e-9)
+    parts = pilot.Particles(log_b, np.zeros(n), sharp, none, np.full(n, 1e-6), np.arange(n))
+    fit = pilot.fit_family(parts)
+    levels = np.array([2.0, 5.0, 9.0])
+    got = information.information_gain(fit, levels, trials=1, seed=0)
+    q = (log_b[fit.resample(n, 0)][:, None] > levels).mean(0)
+    want = -(q * np.log(q) + (1 - q) * np.log(1 - q))
+    np.testing.assert_allclose(got, want, atol=0.02)
+    assert np.argmax(got) == 1  # the middle halves the interval
+    # a second uncorrelated seed at a deterministic level adds nothing
+    two = information.information_gain(fit, levels, trials=2, seed=0)
+    np.testing.assert_allclose(two, got, atol=0.02)
+
+
+def test_next_pilot_picks_the_most_informative_untried_level_and_few_seeds_when_they_agree():
+    parts = pilot.prior_particles(fake_posterior(), arch=0, seed=0)
+    fit = pilot.fit_family(parts)
+    cands = np.log(np.geomspace(10, 1e6, 15))
+    i, seeds, gains = information.next_pilot(fit, cands, list(range(15)), (1, 2, 4), seed=0)
+    assert i == int(np.argmax(gains[4]))
+    assert seeds in (1, 2, 4) and gains[seeds][i] >= information.SEED_SHARE * gains[4][i]
+    j, _, _ = information.next_pilot(fit, cands, [k for k in range(15) if k != i], (1, 2, 4), seed=0)
+    assert j != i
+    with pytest.raises(ValueError, match="no untried"):
+        information.next_pilot(fit, cands, [], (1,), seed=0)
+
+
+def test_bisection_pilot_halves_the_interval_in_log_bits():
+    x = np.log([1, 2, 4, 8, 16, 32, 64, 128, 256])
+    assert information.bisection_pilot(x, {}) == 4  # the log-middle of the whole range
+    assert information.bisection_pilot(x, {4: 1.0}) == 6  # learned at 16: between 16 and 256
+    assert information.bisection_pilot(x, {4: 1.0, 6: 0.0}) == 5  # between 16 and 64
+    assert information.bisection_pilot(x, {4: 1.0, 6: 0.0, 5: 0.25}) is None  # nothing left inside
