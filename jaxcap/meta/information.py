@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxcap.meta.pilot import FamilyFit, Particles, outcome_probabilities, weighted_quantile
+from jaxcap.meta.pilot import FamilyFit, Particles, outcome_probabilities
 
-BINS = 64  # of log b* over the fit's central 99.8 %
-DESIGN_PARTICLES = 4000  # particles the gain is computed on (resampled by weight)
+BINS = 64  # of log b* over the particles' range
+DESIGN_PARTICLES = 4000  # at most this many particles per gain (resampled by weight)
 SEED_SHARE = 0.9  # a level gets the fewest seeds reaching this share of its gain at the most seeds
 
 
 def boundary_bins(log_b: np.ndarray, weights: np.ndarray, bins: int = BINS) -> np.ndarray:
-    """Bin index [S] of each particle's log b*: equal width over the weighted 0.1-99.9 % range,
-    the tails in the end bins."""
-    lo, hi = weighted_quantile(log_b, weights, [0.001, 0.999])
+    """Bin index [S] of each particle's log b*: equal width over the range of the particles that
+    carry weight (the design works on at most DESIGN_PARTICLES, so the range is a sample's)."""
+    alive = log_b[weights > 0]
+    lo, hi = alive.min(), alive.max()
     if hi <= lo:
         return np.zeros(len(log_b), np.int64)
     return np.clip(((log_b - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1)
@@ -38,10 +39,9 @@ def boundary_bins(log_b: np.ndarray, weights: np.ndarray, bins: int = BINS) -> n
 def information_gain(fit: FamilyFit, log_bits, trials: int, seed: int = 0, bins: int = BINS) -> np.ndarray:
     """I(b*; y) in nats of one pilot of `trials` seeds at each candidate level, [L].
 
-    Computed as Σ_b Σ_y p(b) p(y | b) log(p(y | b) / p(y)) on `DESIGN_PARTICLES` particles drawn
-    by weight (equal weights after resampling)."""
-    sub = _subsample(fit, seed)
-    w = np.full(len(sub.log_c), 1.0 / len(sub.log_c))
+    Computed as Σ_b Σ_y p(b) p(y | b) log(p(y | b) / p(y)) on the weighted particles, or on
+    `DESIGN_PARTICLES` of them drawn by weight where there are more."""
+    sub, w = _design_particles(fit, seed)
     b = boundary_bins(sub.log_boundary, w, bins)
     p_y_s = outcome_probabilities(sub, log_bits, trials)  # [S, L, Y]
     p_b = np.bincount(b, weights=w, minlength=bins)  # [B]
@@ -54,10 +54,14 @@ def information_gain(fit: FamilyFit, log_bits, trials: int, seed: int = 0, bins:
     return terms.sum(axis=(0, 2))
 
 
-def _subsample(fit: FamilyFit, seed: int) -> Particles:
-    idx = fit.resample(min(DESIGN_PARTICLES, len(fit.log_w)), seed)
+def _design_particles(fit: FamilyFit, seed: int) -> tuple[Particles, np.ndarray]:
+    """The particles and weights the gain is computed on (resampled to equal weights if many)."""
     p = fit.particles
-    return Particles(p.log_c[idx], p.log_theta[idx], p.kappa[idx], p.sigma[idx], p.rho[idx], p.draw[idx])
+    if len(fit.log_w) <= DESIGN_PARTICLES:
+        return p, fit.weights
+    idx = fit.resample(DESIGN_PARTICLES, seed)
+    sub = Particles(p.log_c[idx], p.log_theta[idx], p.kappa[idx], p.sigma[idx], p.rho[idx], p.draw[idx])
+    return sub, np.full(len(idx), 1.0 / len(idx))
 
 
 def next_pilot(

@@ -17,10 +17,10 @@ weights is reported, so a fit that has run out of particles says so.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
-from scipy.special import betaln, expit, gammaln, logsumexp
-from scipy.stats import binom
+from scipy.special import expit, logsumexp
 
 from jaxcap.meta.model import P_EDGE, family_draws, new_arch_log_c
 from jaxcap.meta.posterior import Posterior
@@ -77,25 +77,32 @@ def outcome_probabilities(particles: Particles, log_bits: np.ndarray, trials: in
     δ the count is the model's beta-binomial (binomial where the posterior has no ρ)."""
     x, w = np.polynomial.hermite_e.hermegauss(NODES)
     w = w / w.sum()
-    y = np.arange(trials + 1)
-    rho = particles.rho
     gap = particles.log_c - particles.log_theta
     out = np.empty((gap.shape[0], np.size(log_bits), trials + 1))
     for i, b in enumerate(np.atleast_1d(np.asarray(log_bits, np.float64))):  # [S, G, Y] at a time
         p = expit(particles.kappa[:, None] * (gap[:, None] - b - particles.sigma[:, None] * x))
-        p = np.clip(p, P_EDGE, 1 - P_EDGE)[..., None]
-        if np.isnan(rho).any():  # a posterior saved before ρ existed: the binomial
-            pmf = binom.pmf(y, trials, p)
-        else:
-            phi = (1.0 / rho - 1.0)[:, None, None]
-            pmf = np.exp(_log_betabinom(y, trials, p * phi, (1 - p) * phi))
+        pmf = count_pmf(np.clip(p, P_EDGE, 1 - P_EDGE), particles.rho, trials)
         out[:, i] = np.einsum("sgy,g->sy", pmf, w)
     return out
 
 
-def _log_betabinom(y: np.ndarray, n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """log BetaBinomial(y | n, a, b) (scipy's pmf, written out: ~10x faster on these arrays)."""
-    return gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1) + betaln(y + a, n - y + b) - betaln(a, b)
+def count_pmf(p: np.ndarray, rho: np.ndarray, n: int) -> np.ndarray:
+    """P(y successes of n) for y = 0..n, [S, G, n + 1]: beta-binomial with mean p [S, G] and
+    intra-cell correlation ρ [S] (binomial where ρ is NaN: a posterior saved before ρ existed).
+
+    Written as rising factorials, BB(y) = C(n, y) (a)_y (b)_(n−y) / (a + b)_n with a = p φ,
+    b = (1 − p) φ, φ = 1/ρ − 1: a few products for the handful of seeds a pilot has, ~10x
+    faster than log-beta functions and exact to rounding."""
+    y = np.arange(n + 1)
+    comb = np.array([math.comb(n, k) for k in y], np.float64)
+    if np.isnan(rho).any():
+        return comb * p[..., None] ** y * (1 - p[..., None]) ** (n - y)
+    phi = (1.0 / rho - 1.0)[:, None, None]
+    steps = np.arange(n)  # (a)_k = a (a + 1) ... (a + k − 1)
+    rise_a = np.concatenate([np.ones((*p.shape, 1)), np.cumprod(p[..., None] * phi + steps, axis=-1)], -1)
+    rise_b = np.concatenate([np.ones((*p.shape, 1)), np.cumprod((1 - p[..., None]) * phi + steps, -1)], -1)
+    total = np.prod(phi + steps, axis=-1)  # (a + b)_n, [S, 1]
+    return comb * rise_a * rise_b[..., ::-1] / total[..., None]
 
 
 def log_likelihood(particles: Particles, log_bits, trials, successes) -> np.ndarray:

@@ -7,6 +7,7 @@ from scipy.special import expit
 from scipy.stats import betabinom, norm
 
 from jaxcap.meta import information, pilot
+from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.posterior import Posterior
 
 
@@ -86,21 +87,22 @@ def test_information_gain_equals_brute_force_enumeration_of_outcomes():
     fit = pilot.fit_family(parts, np.log([200.0]), [2], [2])
     cands = np.log([100.0, 1000.0, 3000.0, 1e5])
     got = information.information_gain(fit, cands, trials=3, seed=5)
-    sub = fit.resample(min(information.DESIGN_PARTICLES, len(fit.log_w)), 5)  # the same particles
-    bins = information.boundary_bins(parts.log_boundary[sub], np.ones(len(sub)))
+    assert len(fit.log_w) <= information.DESIGN_PARTICLES  # every particle, with its weight
+    wts = fit.weights
+    bins = information.boundary_bins(parts.log_boundary, wts)
     for i, b in enumerate(cands):
-        gap = parts.log_c[sub] - parts.log_theta[sub] - b
-        h_prior = _entropy(np.bincount(bins, minlength=information.BINS) / len(sub))
+        gap = parts.log_c - parts.log_theta - b
+        h_prior = _entropy(np.bincount(bins, weights=wts, minlength=information.BINS))
         expected = 0.0
         for y in range(4):
-            like = np.zeros(len(sub))  # p(y | particle), by direct Gauss-Hermite sums
+            like = np.zeros(len(wts))  # p(y | particle), by direct Gauss-Hermite sums
             x, w = np.polynomial.hermite_e.hermegauss(pilot.NODES)
             for xg, wg in zip(x, w / w.sum()):
-                p = np.clip(expit(parts.kappa[sub] * (gap - parts.sigma[sub] * xg)), 1e-6, 1 - 1e-6)
-                phi = 1 / parts.rho[sub] - 1
+                p = np.clip(expit(parts.kappa * (gap - parts.sigma * xg)), 1e-6, 1 - 1e-6)
+                phi = 1 / parts.rho - 1
                 like += wg * betabinom.pmf(y, 3, p * phi, (1 - p) * phi)
-            p_y = like.mean()
-            post = np.bincount(bins, weights=like, minlength=information.BINS) / like.sum()
+            p_y = wts @ like
+            post = np.bincount(bins, weights=wts * like, minlength=information.BINS) / p_y
             expected += p_y * _entropy(post)
         assert got[i] == pytest.approx(h_prior - expected, abs=1e-9)
 
@@ -143,3 +145,50 @@ def test_bisection_pilot_halves_the_interval_in_log_bits():
     assert information.bisection_pilot(x, {4: 1.0}) == 6  # learned at 16: between 16 and 256
     assert information.bisection_pilot(x, {4: 1.0, 6: 0.0}) == 5  # between 16 and 64
     assert information.bisection_pilot(x, {4: 1.0, 6: 0.0, 5: 0.25}) is None  # nothing left inside
+
+
+def test_information_gain_agrees_with_quest_plus_on_a_threshold_grid():
+    """QUEST+ (Watson 2017; the `questplus` package) picks the stimulus of least expected
+    posterior entropy over its parameter grid. With the threshold b* the only unknown (one
+    particle per grid value, no level spread, independent seeds), its expected entropy is the
+    prior entropy minus our gain, at every candidate level and after every update."""
+    questplus = pytest.importorskip("questplus")
+    grid = np.linspace(2.0, 9.0, 32)  # log b*
+    levels = np.linspace(1.5, 9.5, 17)  # candidate log bits
+    kappa = 3.0
+    n = len(grid)
+    none = np.full(n, 1e-12)
+    # ρ small (the binomial) but not so small that the beta-binomial loses digits
+    parts = pilot.Particles(grid, np.zeros(n), np.full(n, kappa), none, np.full(n, 1e-5), np.arange(n))
+    domain = {"mean": grid, "sd": np.ones(1), "lower_asymptote": np.zeros(1), "lapse_rate": np.zeros(1)}
+    qp = questplus.QuestPlus(
+        stim_domain={"intensity": levels},
+        param_domain=domain,
+        outcome_domain={"response": ["Yes", "No"]},
+        func="norm_cdf",
+        stim_scale="linear",
+    )
+    # [stimulus, threshold], kept off 0 and 1 as the model keeps it (P_EDGE)
+    learned = np.clip(expit(kappa * (grid[None, :] - levels[:, None])), P_EDGE, 1 - P_EDGE)
+    like = qp.likelihoods.copy()  # (response, intensity, mean, sd, lower, lapse): ours instead
+    like.values[0, :, :, 0, 0, 0] = learned
+    like.values[1, :, :, 0, 0, 0] = 1 - learned
+    qp.likelihoods = like
+    tried, outcomes = [], []
+    for outcome in ("Yes", "No", "No", "Yes"):
+        fit = pilot.fit_family(parts, levels[tried], [1] * len(tried), outcomes)
+        prior_h = _entropy(fit.weights)
+        gain = information.information_gain(fit, levels, trials=1, seed=0)
+        chosen = qp.next_stim["intensity"]
+        post = qp.posterior * qp.likelihoods  # QUEST+'s own expected entropies, as next_stim has them
+        p_out = post.sum(dim=list(domain))
+        post = post / p_out
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = -(post * np.log(post)).fillna(0.0).sum(dim=list(domain))
+        expected_h = (p_out * h).sum(dim="response").values
+        np.testing.assert_allclose(prior_h - gain, expected_h, atol=1e-6)
+        assert levels[int(np.argmax(gain))] == pytest.approx(chosen)
+        i = int(np.argmax(gain))
+        qp.update(stim={"intensity": chosen}, outcome={"response": outcome})
+        tried.append(i)
+        outcomes.append(1 if outcome == "Yes" else 0)
