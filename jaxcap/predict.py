@@ -17,7 +17,8 @@ fitted uses its fitted level effect; a new one draws a fresh effect from its fam
 spread; a level the task does not allow (parity k = 20 with n = 16) or a complexity outside what
 the family's task can produce is an error naming the range. A family outside the fit is
 predicted from the family population, labelled so, and refused while the fit has fewer than
-meta_splits.MIN_FAMILIES families.
+meta_splits.MIN_FAMILIES families. A family appended by a pilot run (configs/pilot.py) is
+answered like a fitted one, and says how many pilot levels and runs it rests on.
 
 `--arch` takes a label (`a0`) or model fields matched exactly against the fitted architectures
 (`d_model=64,n_heads=4`): an unknown field is an error; fields that match several fitted
@@ -155,7 +156,14 @@ def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, s
         ],
         "fitted_range": span,
         "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta["families"])},
+        "pilot": pilot_basis(meta, family),
     }
+
+
+def pilot_basis(meta: dict, family: str) -> dict | None:
+    """A pilot-appended family's basis (jaxcap/experiments/pilot): its pilot levels, runs, base fit."""
+    pilot = meta.get("pilot") or {}
+    return {k: pilot[k] for k in ("pilots", "runs", "ess", "base")} if pilot.get("family") == family else None
 
 
 def _extrapolation(name: str, bits: float, span: list[float] | None) -> str | None:
@@ -175,6 +183,8 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
     for r in results:
         where = "in the fit" if r["family_in_fit"] else "NOT in the fit: predicted from the family population"
         print(f"{r['arch']} | task {r['family']} ({where})")
+        if r["pilot"]:
+            print("  rests on {pilots} pilot levels, {runs} runs (base fit: {base})".format_map(r["pilot"]))
         for pt in r["points"]:
             kind = "fitted level" if pt["seen_level"] else "new level"
             nominal = (

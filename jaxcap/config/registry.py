@@ -53,6 +53,12 @@ EXPERIMENTS: dict[str, Experiment] = {
         setup=f"{_CALIBRATE}:setup",
         check="jaxcap.experiments.calibrate.config:check",  # every family validates
     ),
+    "pilot": Experiment(  # a new family from a few pilot levels it chooses, on a calibrated fit
+        "jaxcap.experiments.pilot.run:pilot_experiment",
+        "jaxcap.experiments.pilot.report:pilot_report",
+        (("pilot", "jaxcap.experiments.pilot.settings:PilotSettings"),),
+        check="jaxcap.experiments.pilot.settings:check",  # the family against the posterior it joins
+    ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
         "jaxcap.experiments.enhance.run:enhance_experiment",
         "jaxcap.experiments.enhance.run:enhance_report",

@@ -2,17 +2,16 @@
 
 Bayesian adaptive design for binary responses (Chaloner & Verdinelli 1995, Stat. Sci. 10;
 Atkinson, Donev & Tobias 2007, ch. 17-18): a candidate level trained with n seeds yields a
-success count y; its expected information gain about the family's boundary is the mutual
+success count y, whose expected information about the family's boundary is the mutual
 information I(b*; y) = H(b*) − E_y H(b* | y), computed from the weighted particles of the
-current fit (jaxcap/meta/pilot.py) with log b* in equal-width bins. This is the Ψ method of
-psychophysics (Kontsevich & Tyler 1999, Vision Res. 39; QUEST+, Watson 2017, J. Vis. 17): place
-each next trial where the expected entropy of the threshold falls most. The seeds of a level
-are correlated (the model's ρ), so a second seed at the same level teaches less than the first:
-the level is chosen at the most seeds a round allows, and it gets the fewest seeds that reach
-`SEED_SHARE` of that level's gain at the most seeds.
-
-`bisection_pilot` is the model-free baseline the design is scored against: each pilot halves
-(in log bits) the interval between the hardest level learned and the easiest one failed.
+current fit (jaxcap/meta/pilot.py), with b* placed among the candidate levels (which interval
+between them holds it: what a prediction at those levels turns on) or in equal-width bins.
+This is the Ψ method of psychophysics (Kontsevich & Tyler 1999, Vision Res. 39; QUEST+, Watson
+2017, J. Vis. 17): place each next trial where the expected entropy of the threshold falls most.
+A level's seeds are correlated (the model's ρ), so a second seed teaches less than the first:
+the level is chosen at the most seeds a round allows and gets the fewest seeds that reach
+`SEED_SHARE` of that gain. `bisection_pilot` is the model-free baseline: each pilot halves (in
+log bits) the interval between the hardest level learned and the easiest one failed.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from jaxcap.meta.pilot import FamilyFit, Particles, outcome_probabilities
 BINS = 64  # of log b* over the particles' range
 DESIGN_PARTICLES = 4000  # at most this many particles per gain (resampled by weight)
 SEED_SHARE = 0.9  # a level gets the fewest seeds reaching this share of its gain at the most seeds
+TARGETS = ("levels", "boundary")  # what the gain is about (next_pilot)
 
 
 def boundary_bins(log_b: np.ndarray, weights: np.ndarray, bins: int = BINS) -> np.ndarray:
@@ -36,13 +36,20 @@ def boundary_bins(log_b: np.ndarray, weights: np.ndarray, bins: int = BINS) -> n
     return np.clip(((log_b - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1)
 
 
-def information_gain(fit: FamilyFit, log_bits, trials: int, seed: int = 0, bins: int = BINS) -> np.ndarray:
+def information_gain(
+    fit: FamilyFit, log_bits, trials: int, seed: int = 0, bins: int = BINS, edges=None
+) -> np.ndarray:
     """I(b*; y) in nats of one pilot of `trials` seeds at each candidate level, [L].
 
-    Computed as Σ_b Σ_y p(b) p(y | b) log(p(y | b) / p(y)) on the weighted particles, or on
-    `DESIGN_PARTICLES` of them drawn by weight where there are more."""
+    b* is discretized in `bins` equal-width bins, or, given `edges` (log bits), by which interval
+    between the edges it falls in. Computed as Σ_b Σ_y p(b) p(y | b) log(p(y | b) / p(y)) on the
+    weighted particles, or on `DESIGN_PARTICLES` of them drawn by weight where there are more."""
     sub, w = _design_particles(fit, seed)
-    b = boundary_bins(sub.log_boundary, w, bins)
+    if edges is None:
+        b = boundary_bins(sub.log_boundary, w, bins)
+    else:
+        b = np.searchsorted(np.sort(np.asarray(edges, np.float64)), sub.log_boundary)
+        bins = len(edges) + 1
     p_y_s = outcome_probabilities(sub, log_bits, trials)  # [S, L, Y]
     p_b = np.bincount(b, weights=w, minlength=bins)  # [B]
     joint = np.zeros((bins, *p_y_s.shape[1:]))
@@ -65,16 +72,27 @@ def _design_particles(fit: FamilyFit, seed: int) -> tuple[Particles, np.ndarray]
 
 
 def next_pilot(
-    fit: FamilyFit, cand_log_bits, untried: list[int], seed_options: tuple[int, ...], seed: int = 0
+    fit: FamilyFit,
+    cand_log_bits,
+    untried: list[int],
+    seed_options: tuple[int, ...],
+    seed: int = 0,
+    target: str = "levels",
 ) -> tuple[int, int, dict]:
     """(candidate index, seeds, gains) of the most informative next pilot among `untried`.
 
-    The level maximizes the gain at max(seed_options); its seeds are the fewest whose gain is at
-    least SEED_SHARE of that. `gains`: {n: [gain per untried candidate]} for the record."""
+    `target`: "levels" (the default) is the information about where b* lies among the candidate
+    levels (which of them a typical level's success falls below 1/2 at: what predictions at those
+    levels turn on), "boundary" about b* itself in equal-width bins. The level maximizes the gain
+    at max(seed_options); its seeds are the fewest whose gain is at least SEED_SHARE of that.
+    `gains`: {n: [gain per untried candidate]} for the record."""
     if not untried:
         raise ValueError("next_pilot: no untried candidate level left")
+    if target not in TARGETS:
+        raise ValueError(f"next_pilot: target {target!r}; allowed: {', '.join(TARGETS)}")
+    edges = np.asarray(cand_log_bits, np.float64) if target == "levels" else None
     log_bits = np.asarray(cand_log_bits, np.float64)[untried]
-    gains = {n: information_gain(fit, log_bits, n, seed) for n in sorted(seed_options)}
+    gains = {n: information_gain(fit, log_bits, n, seed, edges=edges) for n in sorted(seed_options)}
     most = max(seed_options)
     best = int(np.argmax(gains[most]))
     top = gains[most][best]

@@ -53,18 +53,24 @@ def _coords(meta: dict) -> dict:
     }
 
 
+def _posterior_group(draws: dict[str, np.ndarray], meta: dict) -> xr.Dataset:
+    """The `posterior` group: every site [chain, draw, ...] with its labels, the meta as JSON."""
+    n_chain, n_draw = draws["mu_log_C"].shape[:2]
+    base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+    return xr.Dataset(
+        {k: (("chain", "draw", *SITES[k]), v) for k, v in draws.items()},
+        coords={**base, **_coords(meta)},
+        attrs={"jaxcap": json.dumps(meta), "inference_library": "numpyro"},
+    )
+
+
 def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Path:
     """Write posterior.nc (InferenceData layout, h5netcdf) atomically."""
     path = Path(path)
-    coords = _coords(posterior.meta)
     draws = by_chain["draws"]
     n_chain, n_draw = draws["mu_log_C"].shape[:2]
     base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
-    post = xr.Dataset(
-        {k: (("chain", "draw", *SITES[k]), v) for k, v in draws.items()},
-        coords={**base, **coords},
-        attrs={"jaxcap": json.dumps(posterior.meta), "inference_library": "numpyro"},
-    )
+    post = _posterior_group(draws, posterior.meta)
     steps = by_chain["steps"]
     stats = xr.Dataset(
         {
@@ -102,6 +108,18 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         ]
     ):
         ds.to_netcdf(tmp, mode="w" if i == 0 else "a", group=group, engine="h5netcdf")
+    tmp.replace(path)
+    return path
+
+
+def save_draws(path: str | Path, posterior: Posterior) -> Path:
+    """Write a posterior.nc holding only the `posterior` group (one chain of the flat draws),
+    atomically: a posterior that is not a NUTS run of its own (a new family appended to a fit
+    by importance sampling, jaxcap/meta/pilot.py) has no sampler statistics or cells to save."""
+    path = Path(path)
+    draws = {k: v[None] for k, v in posterior.draws.items()}
+    tmp = path.with_name(path.name + ".tmp")
+    _posterior_group(draws, posterior.meta).to_netcdf(tmp, mode="w", group="posterior", engine="h5netcdf")
     tmp.replace(path)
     return path
 
