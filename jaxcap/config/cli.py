@@ -83,8 +83,11 @@ def flags_only(rest: list[str], allowed: str = "flags only") -> list[str]:
     return rest
 
 
-def parse(argv: list[str], doc: str, flag_values: flags.FlagValues | None = None) -> list[str]:
-    """Help first, flag files, unknown flags named, one-line errors, no positionals."""
+def parse(
+    argv: list[str], doc: str, flag_values: flags.FlagValues | None = None, positionals: bool = False
+) -> list[str]:
+    """Help first, flag files, unknown flags named, one-line errors; no positionals, or with
+    `positionals` the positional arguments (workdirs) returned."""
     flag_values = flags.FLAGS if flag_values is None else flag_values
     exit_on_help(argv, doc, flag_values)
     if flag_values is not flags.FLAGS:  # a command called again in one process starts afresh
@@ -95,7 +98,7 @@ def parse(argv: list[str], doc: str, flag_values: flags.FlagValues | None = None
         rest = flag_values(argv)
     except flags.Error as e:
         sys.exit(f"usage error: {str(e).splitlines()[0]}")
-    return flags_only(rest)
+    return rest[1:] if positionals else flags_only(rest)
 
 
 def make_parser(doc: str) -> Callable[[list[str]], list[str]]:

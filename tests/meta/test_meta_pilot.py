@@ -6,28 +6,17 @@ from scipy import integrate
 from scipy.special import expit
 from scipy.stats import betabinom, norm
 
-from jaxcap.meta import information, pilot
+from jaxcap.meta import information, pilot, pilot_world
 from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.posterior import Posterior
 
 
 def fake_posterior(n: int = 500, seed: int = 0, rho: bool = True) -> Posterior:
-    """Calibrated draws of one architecture and three families (only the sites pilot reads)."""
-    r = np.random.default_rng(seed)
-    draws = {
-        "mu_log_C": r.normal(8.0, 0.1, n),
-        "sigma_log_C": np.full(n, 0.3),
-        "beta": np.zeros((n, 4)),
-        "log_C": r.normal(8.0, 0.1, (n, 1)),
-        "mu_log_theta": r.normal(0.0, 0.5, n),
-        "sigma_log_theta": np.abs(r.normal(2.0, 0.3, n)),
-        "mu_log_kappa": r.normal(1.6, 0.2, n),
-        "sigma_log_kappa": np.abs(r.normal(0.3, 0.1, n)),
-        "sigma_level": np.abs(r.normal(0.3, 0.1, (n, 3))),
-    }
-    if rho:
-        draws["rho"] = r.beta(4.0, 4.0, n)
-    return Posterior(draws, {})
+    """An assumed family population (pilot_world's), optionally saved before ρ existed."""
+    post = pilot_world.synthetic_posterior(n, seed)
+    if not rho:
+        del post.draws["rho"]
+    return post
 
 
 def test_outcome_probabilities_match_numerical_integration_over_the_level_effect():

@@ -1,0 +1,109 @@
+"""Leave one family out WITH k pilots, on finished calibrate workdirs: prints JSON or markdown.
+
+    python -m jaxcap.meta.pilot_score runs/cal_s0 runs/cal_s1 runs/cal_s2 [--markdown] [--json] [--k 3]
+
+A new task family is predicted from a few pilot levels of it, chosen by expected information
+gain under the calibrated families' posterior (the Ψ method, Kontsevich & Tyler 1999; QUEST+,
+Watson 2017). Per workdir: each family is held out of a NUTS fit (jaxcap/meta/pilot_lofo.py;
+draws cached in <workdir>/pilot_folds.npz, so a rerun does not refit) and scored with k = 0..K
+pilots against bisection pilots, a logistic fit on the pilots alone and the base rate
+(jaxcap/meta/pilot_holdout.py); the result goes to <workdir>/pilot_score.json. Several
+workdirs (independent data seeds) are summarized as mean [min, max] (jaxcap/meta/pilot_report.py).
+Every workdir is checked (table.json present, >= 5 families, one architecture) before any fit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from absl import flags
+
+from jaxcap.config import cli
+from jaxcap.meta import fit as meta_fit
+from jaxcap.meta.data import read_table
+from jaxcap.meta.pilot_holdout import score_table
+from jaxcap.meta.pilot_lofo import PRIOR_NUTS, check_table, family_folds
+from jaxcap.meta.pilot_report import boundary_table, brier_table, markdown
+from jaxcap.results.curves import write_atomic
+from jaxcap.results.store import clean
+
+CACHE, OUTPUT = "pilot_folds.npz", "pilot_score.json"
+
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_integer(
+    "k", 3, "Most pilot levels per family (scored at 0..k).", lower_bound=0, flag_values=FLAGS
+)
+flags.DEFINE_integer("warmup", PRIOR_NUTS.warmup, "NUTS warmup per chain.", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_integer("samples", PRIOR_NUTS.samples, "NUTS draws per chain.", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_integer(
+    "chains", PRIOR_NUTS.chains, "NUTS chains.", lower_bound=1, upper_bound=64, flag_values=FLAGS
+)
+flags.DEFINE_float(
+    "target_accept", PRIOR_NUTS.target_accept, "NUTS target acceptance.", 0.5, 0.999, flag_values=FLAGS
+)
+flags.DEFINE_integer("nuts_seed", 0, "NUTS seed.", lower_bound=0, flag_values=FLAGS)
+flags.DEFINE_integer("seed", 0, "Seed of the prior particles and the design's resampling.", flag_values=FLAGS)
+flags.DEFINE_integer("repeat", 4, "Prior particles per posterior draw.", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_string(
+    "reference", "random_labels", "The family with θ = 1 (as calibrate's).", flag_values=FLAGS
+)
+flags.DEFINE_bool("json", False, "Print JSON (default: markdown tables).", flag_values=FLAGS)
+flags.DEFINE_bool("markdown", False, "Print the markdown tables (also with --json).", flag_values=FLAGS)
+
+
+def score_workdir(
+    workdir: Path, nuts: meta_fit.NutsSettings, k: int, seed: int, repeat: int, reference: str
+) -> dict:
+    """One workdir's folds (cached) and scores, written to <workdir>/pilot_score.json."""
+    table = read_table(workdir / "table.json")
+    folds = family_folds(table, nuts, workdir / CACHE, reference)
+    result = {"workdir": str(workdir), **score_table(table, folds, k, seed, repeat)}
+    write_atomic(workdir / OUTPUT, json.dumps(clean(result)) + "\n")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    workdirs = [
+        Path(w)
+        for w in cli.parse(
+            [cli.prog("meta.pilot_score"), *(sys.argv[1:] if argv is None else argv)],
+            __doc__,
+            FLAGS,
+            positionals=True,
+        )
+    ]
+    if not workdirs:
+        print(
+            "usage error: workdirs: none given; allowed: calibrate workdirs with table.json", file=sys.stderr
+        )
+        return 2
+    for w in workdirs:
+        if not (w / "table.json").exists():
+            print(f"pilot_score error: {w}: no table.json (a finished calibrate workdir)", file=sys.stderr)
+            return 2
+        try:
+            check_table(read_table(w / "table.json"))
+        except ValueError as e:
+            print(f"pilot_score error: {w}: {e}", file=sys.stderr)
+            return 2
+    nuts = meta_fit.NutsSettings(
+        warmup=FLAGS.warmup,
+        samples=FLAGS.samples,
+        chains=FLAGS.chains,
+        target_accept=FLAGS.target_accept,
+        seed=FLAGS.nuts_seed,
+    )
+    meta_fit.reserve_chain_devices(nuts.chains)  # before JAX starts: chains in parallel
+    results = [score_workdir(w, nuts, FLAGS.k, FLAGS.seed, FLAGS.repeat, FLAGS.reference) for w in workdirs]
+    if FLAGS.json:
+        summary = {"brier": brier_table(results), "boundary": boundary_table(results)}
+        print(json.dumps(clean({"runs": results, "summary": summary}), indent=1))
+    if FLAGS.markdown or not FLAGS.json:
+        print("\n".join(markdown(results, [str(w) for w in workdirs])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

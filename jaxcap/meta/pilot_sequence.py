@@ -1,0 +1,153 @@
+"""A new family's pilot levels one after another: the running fit and the rules that pick the next.
+
+Both measurements of the pilot design (leave one family out with k pilots, pilot_holdout.py;
+runs to a boundary on simulated families, pilot_sim.py) run one loop: a rule names the next
+level(s) and seeds, the world answers with the seeds' outcomes, the fit (pilot.py) takes them in.
+* `design`: the pilot of largest expected information gain about b* (information.py; the Ψ
+  method, Kontsevich & Tyler 1999; QUEST+, Watson 2017), seeds from `SEED_OPTIONS`;
+* `design4`: the same with `LEVEL_SEEDS` seeds always (equal runs per level with bisection);
+* `bisection`: information.bisection_pilot, `LEVEL_SEEDS` seeds (the model-free baseline);
+* `bisection_grid`: calibrate's own design (design.py): a spanning grid of `GRID` levels as one
+  pass, then one bisection level a pass;
+* `design_after_grid`: the same grid, then `design` pilots.
+`PilotLog` adds each pilot's log-likelihood once (n pilots cost n likelihoods, where fit_family
+on all of them after each would cost n²/2); its fit is fit_family's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+from scipy.special import logsumexp
+
+from jaxcap.meta import design as meta_design
+from jaxcap.meta.information import bisection_pilot, next_pilot
+from jaxcap.meta.pilot import FamilyFit, Particles, log_likelihood
+
+SEED_OPTIONS = (1, 2, 4)  # seeds a design pilot may take
+LEVEL_SEEDS = 4  # seeds of a bisection or grid level (calibrate's default)
+GRID = 4  # levels of calibrate's spanning grid
+
+
+@dataclasses.dataclass
+class PilotLog:
+    """The pilots of one family so far (candidate index, log bits, seeds, successes) and the
+    summed log-likelihood of each particle under them."""
+
+    particles: Particles
+    levels: list[int] = dataclasses.field(default_factory=list)
+    log_bits: list[float] = dataclasses.field(default_factory=list)
+    trials: list[int] = dataclasses.field(default_factory=list)
+    successes: list[int] = dataclasses.field(default_factory=list)
+    log_lik: np.ndarray | None = None
+
+    def add(self, level: int, log_bits: float, trials: int, successes: int) -> None:
+        if level in self.levels:  # a level's effect is shared by its seeds: never piloted twice
+            raise ValueError(f"pilot level {level}: already piloted; allowed: an untried level")
+        one = log_likelihood(self.particles, [log_bits], [trials], [successes])
+        self.log_lik = one if self.log_lik is None else self.log_lik + one
+        self.levels.append(level)
+        self.log_bits.append(float(log_bits))
+        self.trials.append(int(trials))
+        self.successes.append(int(successes))
+
+    @property
+    def runs(self) -> int:
+        return sum(self.trials)
+
+    def rates(self) -> dict[int, float]:
+        """Success rate per piloted level."""
+        return {i: k / n for i, n, k in zip(self.levels, self.trials, self.successes)}
+
+    def fit(self) -> FamilyFit:
+        """The family's fit on every pilot so far (the prior before any)."""
+        n = len(self.particles.log_c)
+        log_w = np.full(n, -np.log(n)) if self.log_lik is None else self.log_lik - logsumexp(self.log_lik)
+        return FamilyFit(self.particles, log_w, len(self.levels), self.runs)
+
+
+def thinned(fit: FamilyFit, n: int | None, seed: int) -> FamilyFit:
+    """The fit on n particles resampled by weight (all of it when n is None or not fewer): what
+    the design's gain is computed on, at a cost that grows with n."""
+    if n is None or n >= len(fit.log_w):
+        return fit
+    idx = fit.resample(n, seed)
+    p = fit.particles
+    sub = Particles(*(getattr(p, f.name)[idx] for f in dataclasses.fields(p)))
+    return FamilyFit(sub, np.full(n, -np.log(n)), fit.pilots, fit.runs)
+
+
+# A rule: (fit, log, candidate log bits, step) -> [(candidate, seeds)] to train next; [] = done.
+Rule = Callable[[FamilyFit, PilotLog, np.ndarray, int], list[tuple[int, int]]]
+
+
+def _untried(log: PilotLog, cand_log_bits: np.ndarray) -> list[int]:
+    return [i for i in range(len(cand_log_bits)) if i not in log.levels]
+
+
+def make_design(
+    design_particles: int | None = None, seed: int = 0, seed_options: tuple[int, ...] = SEED_OPTIONS
+) -> Rule:
+    """`design`: next_pilot on the current fit (thinned to `design_particles`)."""
+
+    def rule(fit: FamilyFit, log: PilotLog, cand_log_bits: np.ndarray, step: int) -> list[tuple[int, int]]:
+        untried = _untried(log, cand_log_bits)
+        if not untried:
+            return []
+        view = thinned(fit, design_particles, seed + step)
+        i, seeds, _ = next_pilot(view, cand_log_bits, untried, seed_options, seed + step)
+        return [(i, seeds)]
+
+    return rule
+
+
+def bisection(fit: FamilyFit, log: PilotLog, cand_log_bits: np.ndarray, step: int) -> list[tuple[int, int]]:
+    """`bisection`: the untried level nearest the log-middle of the bracket; [] when none is in it."""
+    i = bisection_pilot(cand_log_bits, log.rates())
+    return [] if i is None else [(i, LEVEL_SEEDS)]
+
+
+def grid_pass(log: PilotLog, cand_log_bits: np.ndarray) -> list[tuple[int, int]]:
+    """The spanning grid's levels, all in one pass (calibrate trains them as one population)."""
+    return [(i, LEVEL_SEEDS) for i in meta_design.spanning_grid(np.exp(cand_log_bits).tolist(), GRID)]
+
+
+def bisection_grid(
+    fit: FamilyFit, log: PilotLog, cand_log_bits: np.ndarray, step: int
+) -> list[tuple[int, int]]:
+    """`bisection_grid`: the grid, then calibrate's bisection round (one level where success flips,
+    widest interval first); [] when no flip has an untried level inside."""
+    if not log.levels:
+        return grid_pass(log, cand_log_bits)
+    bits = np.exp(cand_log_bits).tolist()
+    rates = log.rates()
+    new = meta_design.bisect(bits, set(rates), [bits[i] for i in rates], list(rates.values()), 1)
+    return [(i, LEVEL_SEEDS) for i in new]
+
+
+def make_design_after_grid(design_particles: int | None = None, seed: int = 0) -> Rule:
+    """`design_after_grid`: the grid, then `design` pilots."""
+    design = make_design(design_particles, seed)
+
+    def rule(fit: FamilyFit, log: PilotLog, cand_log_bits: np.ndarray, step: int) -> list[tuple[int, int]]:
+        return grid_pass(log, cand_log_bits) if not log.levels else design(fit, log, cand_log_bits, step)
+
+    return rule
+
+
+def make_rule(name: str, design_particles: int | None = None, seed: int = 0) -> Rule:
+    """The rule called `name` (one of RULES)."""
+    if name not in RULES:
+        raise ValueError(f"pilot rule: got {name!r}; allowed: {', '.join(RULES)}")
+    return RULES[name](design_particles, seed)
+
+
+RULES: dict[str, Callable[[int | None, int], Rule]] = {
+    "design": make_design,
+    "design4": lambda n, s: make_design(n, s, (LEVEL_SEEDS,)),
+    "bisection": lambda n, s: bisection,
+    "bisection_grid": lambda n, s: bisection_grid,
+    "design_after_grid": make_design_after_grid,
+}
