@@ -22,6 +22,9 @@ def test_simulated_levels_follow_the_true_curve():
     cands = pilot_world.candidate_levels(parts, 24)
     lo, hi = pilot.weighted_quantile(parts.log_boundary, np.ones(500), [0.005, 0.995])
     assert cands[0] == pytest.approx(lo) and cands[-1] == pytest.approx(hi) and len(cands) == 24
+    narrow = pilot_world.candidate_levels(parts, 8, mass=0.9)
+    q = pilot.weighted_quantile(parts.log_boundary, np.ones(500), [0.05, 0.95])
+    np.testing.assert_allclose(narrow[[0, -1]], q)
     fams = pilot_world.simulate_families(parts, 60, cands, seed=1)
     again = pilot_world.simulate_families(parts, 60, cands, seed=1)
     assert all(np.array_equal(a.outcomes, b.outcomes) for a, b in zip(fams, again))
