@@ -42,13 +42,14 @@ from jaxcap.meta import validate as meta_validate
 from jaxcap.results.store import Store, clean, write_atomic
 
 
-def _train(search: str, root: Path, runs: list[FamilyRun]) -> list[Path]:
-    """Train one family's runs under `root` with the level search `search`; their workdirs."""
+def train_runs(search: str, root: Path, runs: list[FamilyRun], what: str = "family") -> list[Path]:
+    """Train one family's runs under `root` with the level search `search` (each resumes on its
+    own); their workdirs. The pilot experiment trains its rounds with it too (`what`: "pilot")."""
     out = []
     for run in runs:
         sub = Store(root / run.part)
         sub.write_config(run.record)
-        print(f"== family pass {sub.root}", flush=True)
+        print(f"== {what} pass {sub.root}", flush=True)
         SEARCHES[search](run.plan, sub)
         out.append(sub.root)
     return out
@@ -62,11 +63,11 @@ def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
     for name, runs in cal.families.items():
         root = store.root / "families" / name
         if not design.grid:
-            workdirs += _train(search, root, runs)
+            workdirs += train_runs(search, root, runs)
             continue
         values, bits = cal.candidate_bits(name)
         chosen = meta_design.spanning_grid(bits, design.grid)
-        mine = _train(search, root / "grid", cal.runs(name, [values[i] for i in chosen]))
+        mine = train_runs(search, root / "grid", cal.runs(name, [values[i] for i in chosen]))
         for r in range(1, design.rounds + 1):
             table = meta_data.load_table(mine)
             rates = meta_design.level_rates(table, table.families[0])
@@ -76,7 +77,7 @@ def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
                 break
             picked = [values[i] for i in new]
             print(f"== {name}: bisection round {r} adds {picked}", flush=True)
-            added = _train(search, root / f"boundary{r}", cal.runs(name, picked))
+            added = train_runs(search, root / f"boundary{r}", cal.runs(name, picked))
             boundary |= {str(w) for w in added}
             mine += added
         workdirs += mine

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcap.experiments.calibrate.config import SEARCHES, FamilyRun
+from jaxcap.experiments.calibrate.run import train_runs
 from jaxcap.experiments.pilot.settings import PilotPlan
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import Table, load_table
@@ -88,18 +88,6 @@ def append_round(path: Path, rnd: PilotRound) -> None:
         f.write(text.encode())
         f.flush()
         os.fsync(f.fileno())
-
-
-def train_round(runs: list[FamilyRun], root: Path, search: str) -> list[Path]:
-    """Train one pilot level's runs under `root` with the base's level search (resumable)."""
-    out = []
-    for run in runs:
-        sub = Store(root / run.part)
-        sub.write_config(run.record)
-        print(f"== pilot pass {sub.root}", flush=True)
-        SEARCHES[search](run.plan, sub)
-        out.append(sub.root)
-    return out
 
 
 def pilot_table(plan: PilotPlan, root: Path, rounds: list[PilotRound], arch: dict) -> Table:
@@ -168,7 +156,8 @@ def run_rounds(plan: PilotPlan, posterior: Posterior, architecture: str, store: 
         value = plan.values[level]
         print(f"== pilot round {r}: trains {plan.field}={value} with {seeds} seeds", flush=True)
         root = store.root / "pilots" / f"round{r}"
-        workdirs = train_round(plan.runs(value, seeds, architecture), root, plan.base.calibrate.search)
+        runs = plan.runs(value, seeds, architecture)
+        workdirs = train_runs(plan.base.calibrate.search, root, runs, "pilot")
         rnd = PilotRound(
             r, level, value, plan.bits[level], seeds, 0, 0, untried, {str(n): g for n, g in gains.items()},
             [lo, med, hi], hi / lo, fit.ess, [str(w.relative_to(store.root)) for w in workdirs],
