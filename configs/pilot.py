@@ -31,6 +31,8 @@ to hard. (binop, the grokking family, does not: at that budget and weight decay 
 is not learned at any p with train fraction 0.5, and with 0.9 its few held-out pairs make
 success erratic in p.) `:full` (the seed baseline, accelerator) reaches k = 256. `:smoke` pilots
 parity (k of n = 8 bits) with k = 2 pilot levels on configs/calibrate.py:smoke's tiny fit.
+Measured cost, rounds and scores (the default on a calibrate default's posterior):
+docs/meta-model.md, "A new family from a few pilot runs".
 """
 
 from pathlib import Path
