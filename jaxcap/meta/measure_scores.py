@@ -55,6 +55,7 @@ class MeasureScore:
 
 
 DIAGNOSTICS = ("max_rhat", "min_ess", "divergences", "transitions", "mean_steps", "warnings")
+METHODS = ("meta_model", "base_rate")
 
 
 def family_briers(predictions: list[dict], families: list[str]) -> dict[str, dict]:
@@ -67,9 +68,6 @@ def family_briers(predictions: list[dict], families: list[str]) -> dict[str, dic
             briers = {m: float(np.mean((np.array([r[m] for r in rows]) - y) ** 2)) for m in METHODS}
             out[name] = {"rows": len(rows), **briers}
     return out
-
-
-METHODS = ("meta_model", "base_rate")
 
 
 def worst(diagnostics: list[dict]) -> dict:
