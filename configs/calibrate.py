@@ -1,7 +1,7 @@
 """Calibrate: train task families at graded difficulty, fit the capacity meta-model, validate.
 
     python -m jaxcap.launch --config configs/calibrate.py          # 5 families (time: see below)
-    python -m jaxcap.launch --config configs/calibrate.py:smoke    # seconds; used by the tests
+    python -m jaxcap.launch --config configs/calibrate.py:smoke    # tiny; the tests' (time: below)
     python -m jaxcap.launch --config configs/calibrate.py:full     # seed design's scale, accelerator
     python -m jaxcap.launch --config configs/calibrate.py:hpo      # one Optuna study per level
     python -m jaxcap.launch --config configs/calibrate.py:domains  # + Markov LM, sentiment, ARC, RNA
@@ -46,7 +46,11 @@ min, the full fit 95 s, 14 validation fits 15 min 40 s).
         --workdirs runs/calibrate_out_of_grid/families/*
 
 `:hpo` replaces the grid by one Optuna study per level (8 trials x 2 seeds; not measured at
-the default size).
+the default size). `:smoke` (the tests' and the quickstart notebook's): 2 families (random labels
+at 8, 32, 128 sequences; x mod N for N = 2, 5, 10, 20 on 3 digits), a grid of 3 levels and one
+bisection round, 2 seeds, a 1-layer d_model-16 model for 40 steps, NUTS 2 x (100 + 100), 2
+validation folds. Its run time on the 2-core CPU, cold and warm compilation cache:
+docs/meta-model.md, "Run times".
 """
 
 from jaxcap.config.base import base_config, parse_arg
@@ -54,7 +58,8 @@ from jaxcap.config.search_space import add_level_search
 from jaxcap.experiments.calibrate.config import CalibrateSettings
 from jaxcap.fields import defaults
 
-# candidate levels; the design trains a spanning grid of them, then bisects at the boundary
+# candidate levels; the design trains a spanning grid of them, then adds levels by expected
+# information gain about the boundary (design.rule; "bisection": the middle of each flip)
 # divisors of 10^4 (the last k digits decide) and moduli that need every digit (primes, factors
 # other than 2 and 5): lookup_bits is tested where a user will ask, not only where it is easy
 MODULI = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 25, 31, 40, 50, 64, 80, 97, 100, 127, 200, 400, 625)
@@ -64,7 +69,7 @@ PARITY_K = tuple(range(1, 17))  # of n = 16 bits
 # 2-core CPU more than the other three families together (copying to 32 symbols: 65 tokens)
 COPY_LENGTHS = tuple(range(3, 17))  # symbols over vocab 8: length x 3 bits (>= 3: a val split)
 RECALL_PAIRS = (1, 2, 3, 4, 5, 6, 8, 10, 12)  # key-value pairs over vocab 32: n x 5 bits
-DESIGN = dict(grid=4, rounds=2, per_round=1)
+DESIGN = dict(grid=4, rounds=2, per_round=1, rule="information")  # rule: docs/meta-model.md
 # `:out_of_grid`: levels the default never trains (random-label sizes between its grid, other
 # moduli, recall pair counts it skips) plus a few parity k / copy lengths, on fresh seeds
 OUT_OF_GRID = dict(

@@ -28,7 +28,6 @@ import time
 
 import jax
 from absl import app, flags, logging
-from tqdm import tqdm
 
 from jaxcap import tasks
 from jaxcap.benchmarks import cost as bench_cost
@@ -36,6 +35,7 @@ from jaxcap.benchmarks import probe as bench_probe
 from jaxcap.config import cli
 from jaxcap.core import sharding
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
+from jaxcap.core.progress import tqdm
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache, numerics
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention, param_count
@@ -184,7 +184,7 @@ def measure_sharded(
     results = []
     for p in sorted(sizes):
         if p % n:
-            sys.exit(f"usage error: --sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
+            cli.usage_exit(f"--sizes: got {p}; allowed with --sharded: multiples of the {n} devices")
         members = _members(p, task.default_knobs())
         runs = {}
         for d in (n, 1):
@@ -244,7 +244,7 @@ def main(argv):
     # (a positional argument was refused by cli.make_parser: a typo must not be ignored)
     for name in _MODELS.value:
         if name not in PRESETS:
-            sys.exit(f"usage error: --models: got {name!r}; allowed: {', '.join(PRESETS)}")
+            cli.usage_exit(f"--models: got {name!r}; allowed: {', '.join(PRESETS)}")
     if _PROBE.value:  # the same command minus --probe, in fresh processes; this one never
         # touches the device (a GPU backend would preallocate memory the children need)
         args = [a for a in sys.argv[1:] if a.lstrip("-") not in ("probe", "probe=true", "probe=True")]

@@ -8,8 +8,9 @@ default workdir is derived from the command (runs/<config>[_<variant>][_<hash of
 `config.runtime` overrides left out: they do not change results, and the processes of one
 distributed run differ only there), so rerunning the same command resumes the same run.
 
-The workdir's writer lock is taken first, from the arguments alone, before JAX is imported: a
-second launch on a busy workdir is refused in a fraction of a second. Every input problem — a
+The workdir's writer lock is taken first, from the arguments alone, before absl, ml_collections
+or JAX is imported: a second launch on a busy workdir is refused in the time Python takes to
+start (docs/reliability.md). Every input problem — a
 config value or a config file that does not parse, a workdir that is a file or is written by
 another process, a corrupt file in it, an unwritable cache, a full disk, a population that
 diverged — ends the launch with one line (`--debug` shows the traceback instead); an unexpected
@@ -23,17 +24,98 @@ from __future__ import annotations
 
 import errno
 import gc
-import hashlib
 import os
 import sys
 from pathlib import Path
 
-from absl import app, flags, logging
-from ml_collections import config_flags
-
-from jaxcap.config import cli
-from jaxcap.fields import ConfigError
 from jaxcap.results import lock
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of `--name=v` / `--name v` / `-name=v` in argv, before absl parses it (None: absent)."""
+    for i, arg in enumerate(argv):
+        for prefix in (f"--{name}", f"-{name}"):
+            if arg.startswith(prefix + "="):
+                return arg[len(prefix) + 1 :]
+            if arg == prefix and i + 1 < len(argv):
+                return argv[i + 1]
+    return None
+
+
+def overrides(argv: list[str]) -> list[str]:
+    """The `--config.a.b=v` arguments that can change results (`config.runtime` ones cannot)."""
+    return sorted(a for a in argv if a.startswith("--config.") and not a.startswith("--config.runtime."))
+
+
+def default_workdir(argv: list[str]) -> Path:
+    spec = next(a.split("=", 1)[1] for a in argv if a.startswith("--config="))
+    path, _, variant = spec.partition(":")
+    name = Path(path).stem + (f"_{variant}" if variant else "")
+    if overrides(argv):
+        import hashlib  # here: openssl's start-up is not paid by a launch that names its --workdir
+
+        name += "_" + hashlib.sha1(" ".join(overrides(argv)).encode()).hexdigest()[:8]
+    return Path("runs") / name
+
+
+def _normalize(argv: list[str]) -> list[str]:
+    """`--config X` -> `--config=X` so the workdir does not depend on the spelling."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--config" and i + 1 < len(argv):
+            out.append(f"--config={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def _lock_root(argv: list[str]) -> Path | None:
+    """The workdir whose writer lock this launch takes, from the arguments alone (None: none)."""
+    create = any(
+        a.lstrip("-").partition("=")[::2] in (("create_studies", ""), ("create_studies", "true"))
+        for a in argv
+    )
+    if create or not any(a.startswith("--config=") for a in argv):
+        return None  # --create_studies writes no run; without --config the parser says what is missing
+    root = Path(_flag(argv, "workdir") or default_workdir(argv))
+    k = _flag(argv, "config.runtime.process_id")
+    if k and k.strip().isdigit() and int(k) > 0:  # process k of a distributed run writes a mirror
+        root = root / f".process{int(k)}"
+    return root
+
+
+# cli.HELP_FLAGS, which imports absl: a launch asking for help is answered, not locked
+_HELP_FLAGS = ("-h", "--help", "--helpshort", "--helpfull", "-?")
+
+
+def _lock_before_imports(argv: list[str]) -> None:
+    """The entry point's first act: lock the workdir before absl, ml_collections and the config
+    checks are imported (0.2 s on an idle 2-core CPU, seconds on a loaded one), so a launch on a
+    busy workdir is refused in the time Python takes to start. What needs absl to read (a
+    --flagfile, --help, an empty --workdir) is left to `_lock_first`, after the flags parse."""
+    if any(a in _HELP_FLAGS or a.startswith(("--flagfile", "-flagfile")) for a in argv[1:]):
+        return
+    argv = _normalize(argv)
+    if _flag(argv, "workdir") == "" or (root := _lock_root(argv)) is None:
+        return
+    try:
+        lock.take_early(root)
+    except lock.WorkdirError as e:
+        sys.exit(f"workdir error: {e}")
+
+
+if (
+    __name__ == "__main__" or Path(sys.argv[0] if sys.argv else "").name == "jaxcap-launch"
+):  # run, not imported
+    _lock_before_imports(sys.argv)
+
+from absl import app, flags, logging  # noqa: E402  (the imports above are light: stdlib and the lock)
+from ml_collections import config_flags  # noqa: E402
+
+from jaxcap.config import cli  # noqa: E402
+from jaxcap.fields import ConfigError  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Experiment config file[:variant].", lock_config=True
@@ -58,11 +140,10 @@ def _check_overrides(argv: list[str]) -> None:
             continue
         node, path = config, "config"
         for part in arg[2:].split("=", 1)[0].split(".")[1:]:
-            if not hasattr(node, "keys") or part not in node:
-                known = (
-                    ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a value, not a section)"
-                )
-                raise ConfigError(f"{path}.{part}: unknown field; fields of {path}: {known}")
+            if not hasattr(node, "keys"):
+                raise ConfigError(f"{path}.{part}: unknown field; {path} is a value, not a section")
+            if part not in node:
+                raise ConfigError(cli.unknown_field(path, part, list(node.keys())))
             node, path = node[part], f"{path}.{part}"
 
 
@@ -74,52 +155,29 @@ def _parse(argv: list[str]) -> list[str]:
         _lock_first(argv)
         _check_overrides(argv)
         rest = flags.FLAGS(argv)
-    except ConfigError as e:
-        sys.exit(f"config error: {e}")
+    except ConfigError as e:  # the command line is wrong: exit status 2, as every usage error
+        cli.usage_exit(str(e), "config error")
     except lock.WorkdirError as e:
         sys.exit(f"workdir error: {e}")
     except SyntaxError as e:  # the config file itself (absl may wrap it in its own error)
-        sys.exit(f"config error: {e.filename} line {e.lineno}: {e.msg}; allowed: a Python file that parses")
+        where = f"{e.filename} line {e.lineno}: {e.msg}"
+        cli.usage_exit(f"{where}; allowed: a Python file that parses", "config error")
     except (flags.Error, TypeError, ValueError, AttributeError) as e:
-        sys.exit(f"config error: {str(e).splitlines()[0]}")
+        cli.usage_exit(str(e).splitlines()[0], "config error")
     # absl hands positional arguments to main, which would ignore them
     return cli.flags_only(
         rest, "flags only (--config, --workdir, --config.a.b=value, --create_studies, --debug)"
     )
 
 
-def _flag(argv: list[str], name: str) -> str | None:
-    """The value of `--name=v` / `--name v` / `-name=v` in argv, before absl parses it (None: absent)."""
-    for i, arg in enumerate(argv):
-        for prefix in (f"--{name}", f"-{name}"):
-            if arg.startswith(prefix + "="):
-                return arg[len(prefix) + 1 :]
-            if arg == prefix and i + 1 < len(argv):
-                return argv[i + 1]
-    return None
-
-
 def _lock_first(argv: list[str]) -> None:
-    """Take the workdir's writer lock from the arguments alone, before JAX is imported (seconds),
-    so that a second launch on a busy workdir is refused at once (jaxcap.results.lock)."""
+    """Take the workdir's writer lock from the parsed arguments, before JAX is imported (seconds),
+    unless `_lock_before_imports` took it already (jaxcap.results.lock)."""
     if _flag(argv, "workdir") == "":
         raise ConfigError("--workdir: got ''; allowed: a directory path, or no --workdir (runs/<config>...)")
-    create = any(
-        a.lstrip("-").partition("=")[::2] in (("create_studies", ""), ("create_studies", "true"))
-        for a in argv
-    )
-    if create or not any(a.startswith("--config=") for a in argv):
-        return  # --create_studies writes no run; without --config the parser says what is missing
-    root = Path(_flag(argv, "workdir") or default_workdir(argv))
-    k = _flag(argv, "config.runtime.process_id")
-    if k and k.strip().isdigit() and int(k) > 0:  # process k of a distributed run writes a mirror
-        root = root / f".process{int(k)}"
-    lock.take_early(root)
-
-
-def overrides(argv: list[str]) -> list[str]:
-    """The `--config.a.b=v` arguments that can change results (`config.runtime` ones cannot)."""
-    return sorted(a for a in argv if a.startswith("--config.") and not a.startswith("--config.runtime."))
+    root = _lock_root(argv)
+    if root is not None:
+        lock.take_early(root)
 
 
 def annotate_note(config, argv: list[str]) -> None:
@@ -129,15 +187,6 @@ def annotate_note(config, argv: list[str]) -> None:
     changed = [a.removeprefix("--config.") for a in overrides(argv)]
     if config.note and changed and not any(a.startswith("note=") for a in changed):
         config.note += f" (changed on the command line: {', '.join(changed)})"
-
-
-def default_workdir(argv: list[str]) -> Path:
-    spec = next(a.split("=", 1)[1] for a in argv if a.startswith("--config="))
-    path, _, variant = spec.partition(":")
-    name = Path(path).stem + (f"_{variant}" if variant else "")
-    if overrides(argv):
-        name += "_" + hashlib.sha1(" ".join(overrides(argv)).encode()).hexdigest()[:8]
-    return Path("runs") / name
 
 
 def main(argv: list[str]) -> None:
@@ -250,22 +299,10 @@ def create(config, workdir: Path) -> None:
         print(line, flush=True)
 
 
-def _normalize(argv: list[str]) -> list[str]:
-    """`--config X` -> `--config=X` so the workdir does not depend on the spelling."""
-    out, i = [], 0
-    while i < len(argv):
-        if argv[i] == "--config" and i + 1 < len(argv):
-            out.append(f"--config={argv[i + 1]}")
-            i += 2
-        else:
-            out.append(argv[i])
-            i += 1
-    return out
-
-
-def console() -> None:
-    """The `jaxcap-launch` console script."""
-    app.run(main, flags_parser=_parse)
+def console(argv: list[str] | None = None) -> None:
+    """The `jaxcap-launch` console script (`argv`: sys.argv's form, for an in-process launch such
+    as jaxcap.count_compiles's; absl exits with SystemExit either way)."""
+    app.run(main, argv=argv, flags_parser=_parse)
 
 
 if __name__ == "__main__":

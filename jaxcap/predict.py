@@ -180,6 +180,8 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
     meta = posterior.meta
     ref = meta["families"][meta["reference"]]
     print(f"families {', '.join(meta['families'])} (θ_{ref} = 1, C in bits of {ref})")
+    # a boundary is in its family's covariate (the unit of its --complexity), named on its line
+    covariates = {meta["families"][lv["family"]]: lv.get("covariate") for lv in meta["levels"]}
     for r in results:
         where = "in the fit" if r["family_in_fit"] else "NOT in the fit: predicted from the family population"
         print(f"{r['arch']} | task {r['family']} ({where})")
@@ -187,8 +189,10 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
             print("  rests on {pilots} pilot levels, {runs} runs (base fit: {base})".format_map(r["pilot"]))
         for pt in r["points"]:
             kind = "fitted level" if pt["seen_level"] else "new level"
-            nominal = (
-                "nominal bits ?" if pt["nominal_bits"] is None else f"nominal {pt['nominal_bits']:.4g} bits"
+            nominal = (  # many levels share one covariate value (modulo: moduli of one lookup_bits)
+                f"nominal bits not set by {pt['covariate']} alone (query --level for them)"
+                if pt["nominal_bits"] is None
+                else f"nominal {pt['nominal_bits']:.4g} bits"
             )
             print(
                 f"  {pt['level']} ({pt['covariate']} = {pt['bits']:.4g} bits, {nominal}, {kind}): "
@@ -198,7 +202,10 @@ def _print(posterior: Posterior, results: list[dict]) -> None:
             if pt["extrapolation"]:
                 print(f"  WARNING: {pt['extrapolation']}")
         for name, b in r["boundaries"].items():
-            print(f"  boundary b* {name}: {b['median']:.4g} bits (90%: {b['lo90']:.4g}-{b['hi90']:.4g})")
+            unit = covariates.get(name) or covariate_name(name)
+            print(
+                f"  boundary b* {name}: {unit} {b['median']:.4g} bits (90%: {b['lo90']:.4g}-{b['hi90']:.4g})"
+            )
 
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
@@ -225,18 +232,7 @@ LISTS = ("--level", "--complexity")
 def _gather(argv: list[str]) -> list[str]:
     """`--level 16 40 97` (the form the docs use) -> `--level=16,40,97`; `--new-family` ->
     `--new_family`."""
-    out, i = [], 0
-    while i < len(argv):
-        arg = argv[i].replace("--new-family", "--new_family")
-        if arg in LISTS:
-            values = []
-            while i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                values.append(argv[i + 1])
-                i += 1
-            arg = f"{arg}={','.join(values)}"
-        out.append(arg)
-        i += 1
-    return out
+    return cli.gather_lists([a.replace("--new-family", "--new_family") for a in argv], LISTS)
 
 
 def read_posterior(path: str) -> Posterior:

@@ -25,8 +25,7 @@ flags.DEFINE_string("workdir", None, "A run's workdir (holds config.json).", fla
 
 def main(argv: list[str] | None = None) -> list[Path]:
     cli.parse([cli.prog("report"), *(sys.argv[1:] if argv is None else argv)], __doc__, FLAGS)
-    if FLAGS.workdir is None:
-        raise SystemExit("usage error: --workdir: required, e.g. --workdir runs/modmod")
+    cli.required(FLAGS, "workdir", example="--workdir runs/modmod")
     workdir = Path(FLAGS.workdir)
     if not (workdir / "config.json").exists():
         raise SystemExit(f"report error: {workdir} holds no config.json; is it a workdir?")

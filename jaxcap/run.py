@@ -15,7 +15,7 @@ import ml_collections
 from jaxcap.config.base import checked_plan
 from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, resolve, setup
-from jaxcap.core import sharding
+from jaxcap.core import compiles, sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
 from jaxcap.experiments.population import identity
 from jaxcap.fields import ConfigError
@@ -38,7 +38,11 @@ def run(config: ml_collections.ConfigDict, workdir: str):
         print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
         if config.note:
             print(f"note: {config.note}", flush=True)
-        return resolve(EXPERIMENTS[plan.experiment].run)(plan, store)
+        with compiles.counting() as compiled:
+            result = resolve(EXPERIMENTS[plan.experiment].run)(plan, store)
+        # programs compiled or read from the persistent cache (jaxcap.core.compiles): tests pin it
+        print(f"compiled {compiled.programs} programs ({compiled.total_seconds:.1f} s)", flush=True)
+        return result
 
 
 def prepare(config: ml_collections.ConfigDict) -> Plan:

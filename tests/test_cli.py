@@ -1,9 +1,10 @@
-"""The command line: one absl family. `--help` answers for every entry point without other flags,
-`--helpfull` and `--flagfile` work, the console scripts point at callables, a stray positional
-argument, a misspelt flag (named as unknown), a bad --sizes or a missing flag is a one-line error,
-and the HPO report's history and importance figures are drawn by optuna.visualization. Each
-command line runs as `python -m` runs it, in a child forked from one process of this module that
-imported JAX once (fork_server.ForkServer): some 17 commands, each of them seconds of imports alone."""
+"""The command line: one absl family for every `python -m` command. `--help` answers for every
+entry point without other flags, `--helpfull` and `--flagfile` work, the console scripts point at
+callables, a stray positional argument, a misspelt flag or config field (named with the closest
+one), a bad --sizes or a missing flag is a one-line error (exit status 2 for a usage error), and
+the HPO report's history and importance figures are drawn by optuna.visualization. Each command
+line runs as `python -m` runs it, in a child forked from one process of this module that
+imported JAX once (fork_server.ForkServer): some 24 commands, each of them seconds of imports alone."""
 
 import importlib
 import tomllib
@@ -80,11 +81,36 @@ def test_console_scripts_point_at_callables():
         ("bench", ["--size", "8"], "usage error: --size: unknown flag; did you mean --sizes?"),
         ("predict", ["--posterior", "x"], "usage error: --task: required"),
         ("report", ["--workdir", "/nonexistent"], "report error: /nonexistent holds no config.json"),
+        (
+            "launch",
+            [
+                "--config",
+                "configs/modmod.py:smoke",
+                "--config.model.d_modle=8",
+                "--workdir=/tmp/jaxcap-cli-typo",
+            ],
+            "config error: config.model.d_modle: unknown field; did you mean config.model.d_model?",
+        ),
+        (
+            "meta.replicates",
+            ["--markdwn", "x"],
+            "usage error: --markdwn: unknown flag; did you mean --markdown?",
+        ),
+        ("meta.out_of_grid", ["--postrior", "x"], "did you mean --posterior?"),
+        ("meta.bench", ["--rws", "5"], "usage error: --rws: unknown flag; did you mean --rows?"),
+        ("experiments.capacity.ablation", ["--seds", "1"], "did you mean --seeds?"),
+        ("experiments.capacity.plain", ["--exposure", "3"], "did you mean --exposures?"),
+        ("reports.rna", ["--wrkdir", "x"], "usage error: --wrkdir: unknown flag; did you mean --workdir?"),
     ],
 )
 def test_stray_arguments_are_one_line_errors(cli, module, args, message):
+    """Every `python -m` command: one line, and exit status 2 when the command line is wrong."""
     out = cli(module, *args)
-    assert out.returncode != 0 and message in out.stderr, out.stderr[-2000:]
+    usage = message.startswith(("usage error", "config error", "did you mean"))
+    assert out.returncode == (2 if usage else 1) and message in out.stderr, (
+        out.returncode,
+        out.stderr[-2000:],
+    )
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 

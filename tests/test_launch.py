@@ -77,13 +77,13 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, modmod_smoke, fo
 @pytest.mark.parametrize(
     "override,message",
     [
-        ("--config.model.nrom=pre", "config.model.nrom: unknown field; fields of config.model:"),
+        ("--config.model.nrom=pre", "config.model.nrom: unknown field; did you mean config.model.norm?"),
         ("--config.train.batch_size=abc", "config.train.batch_size"),
     ],
 )
 def test_bad_config_is_one_line_before_compiling(tmp_path, forked, override, message):
     out = forked(*SMOKE, override, "--workdir", str(tmp_path / "w"), check=False)
-    assert out.returncode != 0
+    assert out.returncode == 2  # a usage error
     lines = [line for line in out.stderr.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], out.stderr
     assert "Traceback" not in out.stderr

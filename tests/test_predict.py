@@ -152,6 +152,20 @@ def test_output_names_the_covariate_and_the_nominal_bits(posterior, monkeypatch,
     assert "modulo: lookup_bits" in predict.FLAGS["complexity"].help
 
 
+def test_a_complexity_query_says_why_nominal_bits_are_unknown_and_boundaries_name_the_covariate(
+    posterior, monkeypatch, capsys
+):
+    """Many moduli share one lookup_bits, so a --complexity query has no nominal bits: the line says
+    so (it printed "nominal bits ?"), and each boundary names the covariate its bits are in."""
+    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    assert predict.main(["--posterior", "w", "--task", "modulo", "--complexity", "150", "--arch", "a0"]) == 0
+    out = capsys.readouterr().out
+    assert "?" not in out and "nominal bits not set by lookup_bits alone" in out
+    bounds = [x.strip() for x in out.splitlines() if "boundary b*" in x]
+    assert "boundary b* modulo: lookup_bits " in "\n".join(bounds)
+    assert "boundary b* parity: complexity_bits " in "\n".join(bounds)
+
+
 def test_headline_is_the_median_inside_its_intervals_and_the_mean_is_labelled(posterior, monkeypatch, capsys):
     monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
     args = ["--posterior", "w", "--task", "parity", "--level", "1", "3", "--arch", "a0"]

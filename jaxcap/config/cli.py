@@ -1,16 +1,21 @@
 """What every command-line entry point does the same way: help, flag files, errors, its name.
 
-Every entry point (launch, bench, report, predict) is on absl flags. They parse their own flags
-so that `--help` answers before any required flag is checked (absl would first run the config
-loader, which says "--config: required") and exits 0 with the module's docstring and its own
-flags only (absl's logging flags are noise here; `--helpfull` lists them too). `--flagfile=F`
-reads flags from a file, one per line, as absl does everywhere. A flag nobody defines
-(`--confg`) is named as unknown, with the nearest known name; a positional argument absl would
-hand to `main` and leave unread is a one-line usage error, as is a malformed flag. Report and
-predict keep their flags in their own `FlagValues`, so importing every entry point in one
-process (tests, notebooks) defines no flag twice. Console scripts (`jaxcap-launch`,
-`jaxcap-report`, `jaxcap-predict`, `jaxcap-bench`; pyproject.toml) and `python -m jaxcap.X`
-run the same code, and usage lines name whichever was typed.
+Every `python -m jaxcap...` command is on absl flags: the entry points (launch, bench, report,
+predict) and the others (meta.replicates, meta.out_of_grid, meta.bench, reports.rna,
+experiments.capacity.ablation and .plain, the pilot and measure commands). They parse their
+own flags so that `--help` answers before any required flag is checked (absl would first run
+the config loader, which says "--config: required") and exits 0 with the module's docstring
+and its own flags only (absl's logging flags are noise here). `--helpfull` adds each flag's
+type, the flags every command takes and the exit statuses (and absl's flags where the command
+reads them). `--flagfile=F` reads flags from a file, one per line, as absl does everywhere. A
+flag nobody defines (`--confg`) is named as unknown, with the nearest known name, and so is a
+misspelt config field (`--config.model.d_modle`: did you mean config.model.d_model?); a
+positional argument absl would hand to `main` and leave unread is a one-line usage error, as is
+a malformed flag. A usage error is one line on stderr and exit status 2 (argparse's and absl's).
+Every command but launch and bench keeps its flags in its own `FlagValues`, so importing every
+command in one process (tests, notebooks) defines no flag twice. Console scripts
+(`jaxcap-launch`, `jaxcap-report`, `jaxcap-predict`, `jaxcap-bench`; pyproject.toml) and
+`python -m jaxcap.X` run the same code, and usage lines name whichever was typed.
 """
 
 from __future__ import annotations
@@ -23,6 +28,28 @@ from collections.abc import Callable
 from absl import flags
 
 HELP_FLAGS = ("-h", "--help", "--helpshort", "--helpfull", "-?")
+USAGE = 2  # the exit status of a command line that is wrong (argparse's and absl's)
+
+
+def usage_exit(message: str, kind: str = "usage error") -> None:
+    """One line on stderr and exit status 2: the command line itself is wrong."""
+    print(f"{kind}: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(USAGE)
+
+
+def did_you_mean(name: str, known, prefix: str = "--") -> str:
+    """`; did you mean --workdir?` for the closest known name (difflib), or ''."""
+    near = difflib.get_close_matches(name, [k for k in known if len(k) > 1], n=1)
+    return f"; did you mean {prefix}{near[0]}?" if near else ""
+
+
+def unknown_field(path: str, part: str, known: list[str]) -> str:
+    """The message for `--config.<path>.<part>` where `path` has no field `part`: the closest
+    field when one is close, else every field of `path`."""
+    near = difflib.get_close_matches(part, known, n=1)
+    if near:
+        return f"{path}.{part}: unknown field; did you mean {path}.{near[0]}?"
+    return f"{path}.{part}: unknown field; fields of {path}: {', '.join(sorted(known)) or '(none)'}"
 
 
 def prog(module: str) -> str:
@@ -32,7 +59,8 @@ def prog(module: str) -> str:
 
 
 def help_text(doc: str, flag_values: flags.FlagValues | None = None, full: bool = False) -> str:
-    """The module docstring, then each flag this program defines (with `full`, absl's too)."""
+    """The module docstring, then each flag this program defines; with `full` (`--helpfull`) each
+    flag's type too, the flags every jaxcap command takes, and absl's own where it reads them."""
     flag_values = flags.FLAGS if flag_values is None else flag_values
     lines = [doc.strip(), "", "flags:"]
     for module, defined in sorted(flag_values.flags_by_module_dict().items()):
@@ -40,8 +68,17 @@ def help_text(doc: str, flag_values: flags.FlagValues | None = None, full: bool 
             continue
         for flag in sorted(defined, key=lambda f: f.name):
             default = "" if flag.default is None else f" (default: {flag.default_as_str})"
-            lines.append(f"  --{flag.name}: {flag.help}{default}")
+            kind = f" [{flag.flag_type()}]" if full else ""
+            lines.append(f"  --{flag.name}{kind}: {flag.help}{default}")
     lines.append("  --flagfile: read flags from this file, one per line")
+    if full:
+        lines += [
+            "",
+            "every jaxcap command also takes:",
+            "  --help, -h: the docstring and the flags above;  --helpfull: this, with types",
+            "  --noNAME: a boolean flag set to false (--nojson)",
+            f"exit status: 0 done, {USAGE} a usage error (one line on stderr), else it failed (one line)",
+        ]
     return "\n".join(lines)
 
 
@@ -57,7 +94,7 @@ def expand_flagfiles(argv: list[str], flag_values: flags.FlagValues | None = Non
     try:
         return flag_values.read_flags_from_files(argv, force_gnu=True)
     except flags.Error as e:
-        sys.exit(f"usage error: {str(e).splitlines()[0]}")
+        usage_exit(str(e).splitlines()[0])
 
 
 def check_known(argv: list[str], flag_values: flags.FlagValues | None = None, prefixes=("config.",)) -> None:
@@ -71,15 +108,13 @@ def check_known(argv: list[str], flag_values: flags.FlagValues | None = None, pr
         name = arg[2:].split("=", 1)[0]
         if name in known or name.startswith(prefixes) or (name.startswith("no") and name[2:] in known):
             continue
-        near = difflib.get_close_matches(name, [k for k in known if len(k) > 1], n=1)
-        hint = f"; did you mean --{near[0]}?" if near else ""
-        sys.exit(f"usage error: --{name}: unknown flag{hint} (--help lists the flags)")
+        usage_exit(f"--{name}: unknown flag{did_you_mean(name, known)} (--help lists the flags)")
 
 
 def flags_only(rest: list[str], allowed: str = "flags only") -> list[str]:
     """absl's leftover argv: a positional argument is an error, never silently ignored."""
     if len(rest) > 1:
-        sys.exit(f"usage error: unexpected argument {rest[1]!r}; allowed: {allowed}")
+        usage_exit(f"unexpected argument {rest[1]!r}; allowed: {allowed}")
     return rest
 
 
@@ -97,8 +132,32 @@ def parse(
     try:
         rest = flag_values(argv)
     except flags.Error as e:
-        sys.exit(f"usage error: {str(e).splitlines()[0]}")
+        usage_exit(str(e).splitlines()[0])
     return rest[1:] if positionals else flags_only(rest)
+
+
+def gather_lists(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """`--workdirs a b c` (the form the docs and a shell glob give) -> `--workdirs=a,b,c` for
+    absl's list flags `names` (each `--name`)."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in names:
+            values = []
+            while i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                values.append(argv[i + 1])
+                i += 1
+            arg = f"{arg}={','.join(values)}"
+        out.append(arg)
+        i += 1
+    return out
+
+
+def required(flag_values: flags.FlagValues, *names: str, example: str = "") -> None:
+    """A usage error for the first of `names` that was not given."""
+    for name in names:
+        if flag_values[name].value in (None, []):
+            usage_exit(f"--{name}: required" + (f", e.g. {example}" if example else ""))
 
 
 def make_parser(doc: str) -> Callable[[list[str]], list[str]]:
@@ -113,5 +172,5 @@ def positive_ints(flag: str, values: list[str]) -> list[int]:
     except ValueError:
         out = []
     if not out or min(out) < 1:
-        sys.exit(f"usage error: --{flag}: got {','.join(values)!r}; allowed: integers >= 1, e.g. 1,8,64")
+        usage_exit(f"--{flag}: got {','.join(values)!r}; allowed: integers >= 1, e.g. 1,8,64")
     return out

@@ -14,10 +14,10 @@ import itertools
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxcap.core import keys
 from jaxcap.fields import Float, defaults, rules, setting
 
 
@@ -60,7 +60,8 @@ class Member:
     study: str | None = None  # the Optuna study of a sweep's trial
 
     def key_data(self, base_seed: int) -> np.ndarray:
-        return np.asarray(jax.random.key_data(member_key(base_seed, self.seed)))
+        """The key data of `member_key(base_seed, seed)`, made on the host (compiles nothing)."""
+        return keys.fold_in(keys.key_data(base_seed), self.seed)
 
 
 def member_key(base_seed: int, seed: int) -> jax.Array:
@@ -96,17 +97,18 @@ def grid_members(
     return members
 
 
-def stack(members: list[Member], base_seed: int) -> tuple[jax.Array, HParams]:
-    """Member key data [P, 2] (uint32) and HParams with a leading population axis."""
-    keys = jnp.asarray(np.stack([m.key_data(base_seed) for m in members]))
+def stack(members: list[Member], base_seed: int) -> tuple[np.ndarray, HParams]:
+    """Member key data [P, 2] (uint32) and HParams with a leading population axis, as host
+    (numpy) arrays: the caller places them (`sharding.put`), and nothing here compiles."""
+    key_data = np.stack([m.key_data(base_seed) for m in members])
     # rows written before a hyperparameter existed read as its default
     values = {
-        n: jnp.asarray([m.hparams.get(n, DEFAULT_HPARAMS[n]) for m in members], jnp.float32)
+        n: np.asarray([m.hparams.get(n, DEFAULT_HPARAMS[n]) for m in members], np.float32)
         for n in HPARAM_NAMES
     }
     knobs = {}
     for name in members[0].knobs:
         column = [m.knobs[name] for m in members]
-        dtype = jnp.int32 if all(isinstance(v, (int, np.integer)) for v in column) else jnp.float32
-        knobs[name] = jnp.asarray(column, dtype)
-    return keys, HParams(**values, task=knobs)
+        dtype = np.int32 if all(isinstance(v, (int, np.integer)) for v in column) else np.float32
+        knobs[name] = np.asarray(column, dtype)
+    return key_data, HParams(**values, task=knobs)

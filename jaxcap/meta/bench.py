@@ -15,26 +15,31 @@ no divergences.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
+from absl import flags
+
+from jaxcap.config import cli  # absl only: JAX starts after the NUTS devices are reserved
+
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_integer("rows", 2000, "Result rows (seeds x cells).", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_integer("seeds", 4, "Seeds (rows) per cell.", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_integer("families", 5, "Task families simulated.", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_integer("warmup", None, "NUTS warmup per chain (default: calibrate's).", flag_values=FLAGS)
+flags.DEFINE_integer("samples", None, "NUTS draws per chain (default: calibrate's).", flag_values=FLAGS)
+flags.DEFINE_integer("chains", None, "NUTS chains (default: calibrate's).", flag_values=FLAGS)
+flags.DEFINE_float("target_accept", None, "NUTS target acceptance (default: calibrate's).", flag_values=FLAGS)
+flags.DEFINE_integer("repeats", 2, "Fits in this process.", lower_bound=1, flag_values=FLAGS)
+flags.DEFINE_string("cache", "", "Persistent compilation cache directory ('' = off).", flag_values=FLAGS)
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jaxcap.meta.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=2000, help="result rows (seeds x cells)")
-    parser.add_argument("--seeds", type=int, default=4, help="seeds (rows) per cell")
-    parser.add_argument("--families", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=None, help="default: calibrate's")
-    parser.add_argument("--samples", type=int, default=None, help="default: calibrate's")
-    parser.add_argument("--chains", type=int, default=None, help="default: calibrate's")
-    parser.add_argument("--target_accept", type=float, default=None, help="default: calibrate's")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--cache", default="", help="persistent compilation cache directory ('' = off)")
-    args = parser.parse_args(argv)
+    cli.parse([cli.prog("meta.bench"), *(sys.argv[1:] if argv is None else argv)], __doc__, FLAGS)
+    args = FLAGS
     if args.rows < 2 * args.families * args.seeds:
-        parser.error(
+        cli.usage_exit(
             f"--rows: got {args.rows}; allowed: >= 2 x families x seeds = {2 * args.families * args.seeds}"
         )
 

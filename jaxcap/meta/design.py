@@ -6,7 +6,9 @@ log covariate over the whole range; each bisection round then adds, in every int
 neighbouring trained levels where the success rate crosses 1/2 (a flip), the untrained
 candidate nearest the interval's geometric middle, widest intervals first, `per_round` a round
 (the boundary's location is what the fit is least sure of: Atkinson, Donev & Tobias 2007,
-ch. 17, on designs for binary responses; this is the sequential, model-free form of it).
+ch. 17, on designs for binary responses; this is the sequential, model-free form of it). With
+`rule = "information"` a round adds the levels of largest expected information gain about b*
+instead (boundary_design.py).
 
 Seed replicates make a boundary cell's own uncertainty measurable (a cell with success rate p
 cannot score a Brier below p (1 − p)); validation scores the grid and the boundary levels
@@ -19,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from jaxcap.fields import Int, setting
+from jaxcap.fields import Choice, Int, setting
 from jaxcap.meta.data import Table
 
 
@@ -30,6 +32,9 @@ class Design:
     grid: int = setting(0, Int(0, 1000))  # levels of the coarse pass; 0 = train every candidate
     rounds: int = setting(0, Int(0, 20))  # bisection rounds after it
     per_round: int = setting(1, Int(1, 100))  # levels added per family and round
+    # how a round picks its levels: the middle of each flip, or the largest expected information
+    # gain about b* from the family's own levels (boundary_design.py)
+    rule: str = setting("bisection", Choice(("bisection", "information")))
 
 
 def spanning_grid(bits: list[float], n: int) -> list[int]:
@@ -70,6 +75,11 @@ def bisect(
 
 def level_rates(table: Table, family: str) -> dict[float, float]:
     """Success rate per level of one family (pooled over architectures), keyed by covariate bits."""
+    return {b: k / n for b, (n, k) in level_counts(table, family).items()}
+
+
+def level_counts(table: Table, family: str) -> dict[float, tuple[int, int]]:
+    """(runs, successes) per level of one family (pooled over architectures), keyed by bits."""
     if family not in table.families:
         return {}
     f = table.families.index(family)
@@ -77,7 +87,19 @@ def level_rates(table: Table, family: str) -> dict[float, float]:
     for r in table.rows:
         if r.family == f:
             runs.setdefault(r.level, []).append(r.success)
-    return {table.levels[lv]["bits"]: float(np.mean(v)) for lv, v in runs.items()}
+    return {table.levels[lv]["bits"]: (len(v), int(sum(v))) for lv, v in runs.items()}
+
+
+def candidate_counts(
+    cand_bits: list[float], counts: dict[float, tuple[int, int]]
+) -> dict[int, tuple[int, int]]:
+    """The trained levels' counts keyed by candidate index (a level matches its candidate's bits)."""
+    out = {}
+    for i, b in enumerate(cand_bits):
+        for t, c in counts.items():
+            if np.isclose(b, t):
+                out[i] = c
+    return out
 
 
 def next_levels(cand_bits: list[float], trained_bits: dict[float, float], n: int) -> list[int]:

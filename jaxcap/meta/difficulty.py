@@ -9,9 +9,10 @@ table next to the covariate.
 
 `monotone_test` checks the assumption on the fitted data, per family and architecture: the
 likelihood-ratio statistic of a free success rate per level against the best non-increasing
-rates (isotonic regression by pool-adjacent-violators, Barlow et al. 1972; Robertson, Wright &
-Dykstra 1988, ch. 1-2), with a parametric-bootstrap p-value drawn from the isotonic fit (the
-null's boundary; the statistic's exact law is a chi-bar-squared mixture).
+rates (isotonic regression by pool-adjacent-violators, `scipy.optimize.isotonic_regression`;
+Barlow et al. 1972; Robertson, Wright & Dykstra 1988, ch. 1-2; scipy >= 1.12, and jax needs
+>= 1.14), with a parametric-bootstrap p-value drawn from the isotonic fit (the null's boundary;
+the statistic's exact law is a chi-bar-squared mixture).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+from scipy.optimize import isotonic_regression
 
 from jaxcap.tasks.modular import Modulo
 
@@ -45,17 +47,12 @@ def covariate(family: str, task: dict, complexity_bits: float) -> tuple[str, flo
 
 
 def isotonic_decreasing(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Weighted least-squares non-increasing fit (pool adjacent violators); for binomial rates
-    with weights = trials it is also the maximum-likelihood non-increasing fit."""
-    blocks: list[list[float]] = []  # [mean, weight, count]
-    for r, w in zip(rate, weight):
-        blocks.append([float(r), float(w), 1])
-        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
-            m2, w2, c2 = blocks.pop()
-            m1, w1, c1 = blocks.pop()
-            w = w1 + w2
-            blocks.append([(m1 * w1 + m2 * w2) / w if w else (m1 + m2) / 2, w, c1 + c2])
-    return np.concatenate([np.full(c, m) for m, _, c in blocks])
+    """Weighted least-squares non-increasing fit (pool adjacent violators, scipy's); for binomial
+    rates with weights = trials it is also the maximum-likelihood non-increasing fit."""
+    weight = np.asarray(weight, np.float64)
+    # scipy wants weights > 0: a level with no trials gets a weight too small to move its pool
+    weight = np.maximum(weight, 1e-12 * max(float(weight.max(initial=0.0)), 1.0))
+    return isotonic_regression(np.asarray(rate, np.float64), weights=weight, increasing=False).x
 
 
 def _loglik(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> float:

@@ -29,8 +29,9 @@ import jax
 import numpy as np
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS, log_likelihood
-from tqdm import tqdm
 
+from jaxcap.core import keys as host_keys
+from jaxcap.core.progress import tqdm
 from jaxcap.fields import Float, Int, setting
 from jaxcap.meta import model as metamodel
 from jaxcap.meta.cells import FOLD_KEYS, arch_design, cell_data, choose_reference, stack_folds
@@ -74,7 +75,9 @@ def chain_method(chains: int) -> str:
 
 def _chain(key, data: dict, obs, settings: NutsSettings):
     """One chain of one fit, traced inside `_chains_on_devices` or `_chains_in_turn`: a one-chain
-    MCMC started from the key NumPyro's multi-chain runner gives that chain."""
+    MCMC started from the key NumPyro's multi-chain runner gives that chain (`key`: its uint32
+    key data, made on the host by jaxcap.core.keys so that no eager key program compiles)."""
+    key = jax.random.wrap_key_data(key)
     mcmc = MCMC(
         NUTS(metamodel.model, target_accept_prob=settings.target_accept),
         num_warmup=settings.warmup,
@@ -130,10 +133,10 @@ def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsR
         # one bar over the fits: a compiled fit has no per-draw callbacks (they would slow it)
         for k in tqdm(range(n_fits), desc="NUTS fits", unit="fit", dynamic_ncols=True, mininterval=1.0):
             fold = {name: np.asarray(v[k] if name in FOLD_KEYS else v) for name, v in data.items()}
-            key = jax.random.fold_in(jax.random.key(settings.seed), k)
+            key = host_keys.fold_in(host_keys.key_data(settings.seed), k)
             obs = np.asarray(successes[k], np.float64)
             # each chain starts from the key NumPyro's multi-chain runner would split from `key`
-            samples, extra, ll = chains(jax.random.split(key, settings.chains), fold, obs, settings)
+            samples, extra, ll = chains(host_keys.split(key, settings.chains), fold, obs, settings)
             for name in SITES:
                 values[name].append(np.asarray(samples[name], np.float64))
             diverging.append(np.asarray(extra["diverging"]))

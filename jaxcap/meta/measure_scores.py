@@ -223,16 +223,16 @@ def main(argv: list[str] | None = None) -> int:
         positionals=True,
     )
     if not workdirs:
-        sys.exit("usage error: a calibrate workdir is required, e.g. runs/cal_s0")
+        cli.usage_exit("a calibrate workdir is required, e.g. runs/cal_s0")
     try:
         names = measures.check_names(FLAGS.measures)
     except ValueError as e:
-        sys.exit(f"usage error: --measures: {e}")
+        cli.usage_exit(f"--measures: {e}")
     for name in ("warmup", "samples", "chains"):
         if FLAGS[name].value < 1:
-            sys.exit(f"usage error: --{name}: got {FLAGS[name].value}; allowed: >= 1")
+            cli.usage_exit(f"--{name}: got {FLAGS[name].value}; allowed: >= 1")
     if not 0.5 <= FLAGS.target_accept < 1:
-        sys.exit(f"usage error: --target_accept: got {FLAGS.target_accept}; allowed: 0.5 <= value < 1")
+        cli.usage_exit(f"--target_accept: got {FLAGS.target_accept}; allowed: 0.5 <= value < 1")
     nuts = fit.NutsSettings(FLAGS.warmup, FLAGS.samples, FLAGS.chains, FLAGS.target_accept, FLAGS.seed)
     paths = [Path(w) / "table.json" for w in workdirs]
     missing = [str(p) for p in paths if not p.exists()]

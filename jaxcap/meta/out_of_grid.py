@@ -17,13 +17,14 @@ leave-one-family-out's, validate.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
+from absl import flags
 
+from jaxcap.config import cli
 from jaxcap.meta import data as meta_data
 from jaxcap.meta.model import success_probability
 from jaxcap.meta.posterior import load_posterior
@@ -87,22 +88,26 @@ def _cells(table: meta_data.Table) -> dict[tuple, list[meta_data.TableRow]]:
     return out
 
 
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_string("posterior", None, "A calibrate workdir (posterior.nc, table.json).", flag_values=FLAGS)
+flags.DEFINE_list(
+    "workdirs", [], "Population workdirs to predict (--workdirs a b c or a,b,c).", flag_values=FLAGS
+)
+flags.DEFINE_bool("json", False, "Print every score and cell as JSON.", flag_values=FLAGS)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m jaxcap.meta.out_of_grid", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--posterior", required=True, help="a calibrate workdir (posterior.nc, table.json)")
-    parser.add_argument("--workdirs", nargs="+", required=True, help="population workdirs to predict")
-    parser.add_argument("--json", action="store_true", help="print every score and cell as JSON")
-    args = parser.parse_args(argv)
+    argv = cli.gather_lists(sys.argv[1:] if argv is None else argv, ("--workdirs",))
+    cli.parse([cli.prog("meta.out_of_grid"), *argv], __doc__, FLAGS)
+    cli.required(FLAGS, "posterior", "workdirs", example="--posterior runs/calibrate --workdirs runs/x")
     try:
-        posterior = load_posterior(args.posterior)
-        fitted = meta_data.read_table(Path(args.posterior) / "table.json")
-        result = score_population(posterior, fitted, meta_data.load_table(args.workdirs))
+        posterior = load_posterior(FLAGS.posterior)
+        fitted = meta_data.read_table(Path(FLAGS.posterior) / "table.json")
+        result = score_population(posterior, fitted, meta_data.load_table(FLAGS.workdirs))
     except (OSError, ValueError) as e:
         print(f"out_of_grid error: {e}", file=sys.stderr)
         return 2
-    if args.json:
+    if FLAGS.json:
         print(json.dumps(result, indent=1))
         return 0
     also = result["levels_also_fitted"]

@@ -9,7 +9,9 @@ level(s) and seeds, the world answers with the seeds' outcomes, the fit (pilot.p
 * `bisection`: information.bisection_pilot, `LEVEL_SEEDS` seeds (the model-free baseline);
 * `bisection_grid`: calibrate's own design (design.py): a spanning grid of `GRID` levels as one
   pass, then one bisection level a pass;
-* `design_after_grid`: the same grid, then `design` pilots.
+* `design_after_grid`: the same grid, then `design` pilots;
+* `information_grid`: the same grid, then calibrate's `information` rounds (boundary_design.py:
+  one level a pass by its gain under a prior that knows no other family).
 `PilotLog` adds each pilot's log-likelihood once (n pilots cost n likelihoods, where fit_family
 on all of them after each would cost n²/2); its fit is fit_family's.
 """
@@ -23,6 +25,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from jaxcap.meta import design as meta_design
+from jaxcap.meta.boundary_design import information_levels
 from jaxcap.meta.information import bisection_pilot, next_pilot
 from jaxcap.meta.pilot import FamilyFit, Particles, log_likelihood
 
@@ -137,6 +140,20 @@ def make_design_after_grid(design_particles: int | None = None, seed: int = 0) -
     return rule
 
 
+def make_information_grid(design_particles: int | None = None, seed: int = 0) -> Rule:
+    """`information_grid`: calibrate's `information` rule: the grid, then one level a pass by its
+    gain under a prior that knows no other family (boundary_design.py), with LEVEL_SEEDS seeds."""
+
+    def rule(fit: FamilyFit, log: PilotLog, cand_log_bits: np.ndarray, step: int) -> list[tuple[int, int]]:
+        if not log.levels:
+            return grid_pass(log, cand_log_bits)
+        trained = {i: (n, k) for i, n, k in zip(log.levels, log.trials, log.successes)}
+        new = information_levels(cand_log_bits, trained, 1, LEVEL_SEEDS, seed + step)
+        return [(i, LEVEL_SEEDS) for i in new]
+
+    return rule
+
+
 def make_rule(name: str, design_particles: int | None = None, seed: int = 0) -> Rule:
     """The rule called `name` (one of RULES)."""
     if name not in RULES:
@@ -150,4 +167,5 @@ RULES: dict[str, Callable[[int | None, int], Rule]] = {
     "bisection": lambda n, s: bisection,
     "bisection_grid": lambda n, s: bisection_grid,
     "design_after_grid": make_design_after_grid,
+    "information_grid": make_information_grid,
 }

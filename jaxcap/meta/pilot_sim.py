@@ -35,7 +35,7 @@ from jaxcap.meta.pilot_world import (
 )
 from jaxcap.meta.posterior import Posterior, load_posterior
 
-SIM_RULES = ("design", "bisection_grid", "design_after_grid")
+SIM_RULES = ("design", "bisection_grid", "design_after_grid", "information_grid")
 BASELINE = "bisection_grid"
 
 
@@ -221,6 +221,13 @@ flags.DEFINE_integer(
     flag_values=FLAGS,
 )
 flags.DEFINE_integer("arch", 0, "The posterior's architecture.", lower_bound=0, flag_values=FLAGS)
+flags.DEFINE_multi_enum(
+    "rules",
+    list(SIM_RULES),
+    list(SIM_RULES),
+    "Rules to run (bisection_grid is the baseline).",
+    flag_values=FLAGS,
+)
 flags.DEFINE_bool("json", False, "Print JSON (default: markdown tables).", flag_values=FLAGS)
 flags.DEFINE_bool("markdown", False, "Print the markdown tables (also with --json).", flag_values=FLAGS)
 
@@ -263,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         FLAGS.cap,
         FLAGS.design_particles,
         FLAGS.arch,
+        rules=tuple(dict.fromkeys(FLAGS.rules)),
         prior_mass=FLAGS.prior_mass,
     )
     if FLAGS.json:

@@ -1,11 +1,19 @@
 """The fitted meta-model's posterior: its draws and labels, and `posterior.nc` on disk.
 
-`posterior.nc` holds netCDF groups `posterior`, `sample_stats`, `log_likelihood`,
-`observed_data` and `constant_data` in ArviZ's InferenceData layout (readable by
-`arviz.from_netcdf` in 0.23 and 1.x) plus a JSON `jaxcap` attribute on `posterior` holding the
-labels of architectures, families and levels, the reference family and the diagnostics. Readers
-of a fit (report, predict, out-of-grid, enhance) need only this module, not the sampler
-(jaxcap/meta/fit.py).
+`posterior.nc` holds netCDF groups `posterior`, `posterior_predictive`, `sample_stats`,
+`log_likelihood`, `observed_data` and `constant_data` in ArviZ's InferenceData layout (readable
+by `arviz.from_netcdf` in 0.23 and 1.x) plus a JSON `jaxcap` attribute on `posterior` holding the
+labels of architectures, families and levels, the reference family and the diagnostics. Every
+group names its coordinates: a cell (one architecture, family and level) carries its labels
+(`cell_arch_label`, `cell_family_label`, `cell_level_label`; `constant_data` also holds the
+model's integer indices `cell_arch`, ...), and `posterior_predictive.successes` is one draw of
+each cell's success count per posterior draw from the model's own likelihood (beta-binomial of
+the cell's P and ρ), so
+
+    idata = az.from_netcdf("runs/calibrate/posterior.nc"); az.plot_ppc(idata)
+
+compares the observed counts with replicated ones. Readers of a fit (report, predict,
+out-of-grid, enhance) need only this module, not the sampler (jaxcap/meta/fit.py).
 """
 
 from __future__ import annotations
@@ -64,6 +72,40 @@ def _posterior_group(draws: dict[str, np.ndarray], meta: dict) -> xr.Dataset:
     )
 
 
+def _cell_coords(meta: dict, data: dict) -> dict:
+    """The `cell` dimension's coordinates: its index and each cell's architecture, family and
+    level in words."""
+    coords = _coords(meta)
+    return {
+        "cell": np.arange(len(data["trials"])),
+        "cell_arch_label": ("cell", [coords["arch"][a] for a in data["cell_arch"]]),
+        "cell_family_label": ("cell", [coords["family"][f] for f in data["cell_family"]]),
+        "cell_level_label": ("cell", [coords["level"][lv] for lv in data["cell_level"]]),
+    }
+
+
+def predictive_counts(draws: dict[str, np.ndarray], data: dict, rng: np.random.Generator) -> np.ndarray:
+    """One replicated success count per cell and posterior draw, int [chain, draw, cell]: the model's
+    likelihood (jaxcap/meta/model.py) with each draw's parameters, a cell's rate drawn from
+    Beta(P φ, (1 − P) φ) and its count from Binomial(trials, rate); a held-out cell (0 trials)
+    replicates 0."""
+    from jaxcap.meta.model import P_EDGE  # the model's clip: JAX and NumPyro load only here
+
+    f, a, lv = (np.asarray(data[k]) for k in ("cell_family", "cell_arch", "cell_level"))
+    logits = draws["kappa"][..., f] * (
+        draws["log_C"][..., a]
+        - draws["log_theta"][..., f]
+        - draws["level_effect"][..., lv]
+        - data["log_bits"]
+    )
+    p = np.clip(1.0 / (1.0 + np.exp(-logits)), P_EDGE, 1.0 - P_EDGE)
+    if "rho" not in draws:  # a posterior from before ρ: the binomial
+        return rng.binomial(np.asarray(data["trials"], np.int64), p)
+    phi = np.maximum(1.0 / draws["rho"] - 1.0, 1e-12)[..., None]  # ρ -> 1: all seeds agree
+    rate = rng.beta(p * phi, (1.0 - p) * phi)
+    return rng.binomial(np.asarray(data["trials"], np.int64), rate)
+
+
 def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Path:
     """Write posterior.nc (InferenceData layout, h5netcdf) atomically."""
     path = Path(path)
@@ -82,8 +124,15 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         },
         coords=base,
     )
-    observed = xr.Dataset({"successes": (("cell",), by_chain["obs"])})
-    log_lik = xr.Dataset({"successes": (("chain", "draw", "cell"), by_chain["log_lik"])}, coords=base)
+    data = by_chain["data"]
+    cell = _cell_coords(posterior.meta, data)
+    # counts as integers: ArviZ draws a discrete variable's predictive check as one
+    observed = xr.Dataset({"successes": (("cell",), np.rint(by_chain["obs"]).astype(np.int64))}, coords=cell)
+    log_lik = xr.Dataset(
+        {"successes": (("chain", "draw", "cell"), by_chain["log_lik"])}, coords={**base, **cell}
+    )
+    replicated = predictive_counts(draws, data, np.random.default_rng(0))
+    predictive = xr.Dataset({"successes": (("chain", "draw", "cell"), replicated)}, coords={**base, **cell})
     dims = {
         "arch_x": ("arch", "covariate"),
         "arch_rot": ("covariate", "basis"),
@@ -93,14 +142,16 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         "family_bracketed": ("family",),
         "level_family": ("level",),
     }
-    data = by_chain["data"]
+    labels = {**_coords(posterior.meta), "basis": np.arange(np.shape(data["arch_rot"])[1]), **cell}
     constant = xr.Dataset(
-        {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()}
+        {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()},
+        coords=labels,
     )
     tmp = path.with_name(path.name + ".tmp")
     for i, (group, ds) in enumerate(
         [
             ("posterior", post),
+            ("posterior_predictive", predictive),
             ("sample_stats", stats),
             ("log_likelihood", log_lik),
             ("observed_data", observed),

@@ -21,13 +21,14 @@ the nominal 0.90 is a miss or noise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
+from absl import flags
 
+from jaxcap.config import cli
 from jaxcap.meta.scores import coverage_interval
 
 METRICS = ("brier", "auc", "pit_coverage90", "median_width90")
@@ -113,15 +114,17 @@ def pooled_markdown(pooled: dict, mass: int = 90) -> list[str]:
     return out
 
 
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_bool("markdown", False, "A markdown table instead of JSON.", flag_values=FLAGS)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m jaxcap.meta.replicates", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("workdirs", nargs="+", help="calibrate workdirs (each with validation.json)")
-    parser.add_argument("--markdown", action="store_true", help="a markdown table instead of JSON")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    workdirs = cli.parse([cli.prog("meta.replicates"), *argv], __doc__, FLAGS, positionals=True)
+    if not workdirs:
+        cli.usage_exit("workdirs: none given; allowed: calibrate workdirs (each with validation.json)")
     validations = []
-    for w in args.workdirs:
+    for w in workdirs:
         path = Path(w) / "validation.json"
         if not path.exists():
             print(
@@ -130,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         validations.append(json.loads(path.read_text()))
     table, pooled = replicate_table(validations), pooled_coverage(validations)
-    if args.markdown:
-        print("\n".join([*markdown(table, ", ".join(args.workdirs)), "", *pooled_markdown(pooled)]))
+    if FLAGS.markdown:
+        print("\n".join([*markdown(table, ", ".join(workdirs)), "", *pooled_markdown(pooled)]))
     else:
         print(json.dumps(table | {"pooled_pit_coverage90": pooled}, indent=1))
     return 0

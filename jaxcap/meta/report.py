@@ -11,32 +11,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import matplotlib.ticker
 import numpy as np
+from matplotlib import rcParams
+from matplotlib.lines import Line2D
 
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import family_checks
 from jaxcap.meta.model import boundary_bits, success_probability
 from jaxcap.meta.posterior import Posterior
+from jaxcap.meta.scorecard import LABELS, METHODS, distinct
 from jaxcap.meta.summary import markdown, posterior_tables
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+from jaxcap.reports.figures import new_figure, save_figure
 
 
 def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.Generator) -> Path:
     meta, d = posterior.meta, posterior.draws
     n_f = len(meta["families"])
-    fig, axes = plt.subplots(1, n_f, figsize=(4.2 * n_f, 3.4), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = new_figure((4.2 * n_f, 3.8), 1, n_f, squeeze=False)
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
     bstar = boundary_bits(d)
     for f, ax in enumerate(axes[0]):
         bits = [lv["bits"] for lv in table.levels if lv["family"] == f]
@@ -74,15 +67,14 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
     axes[0][0].set_ylabel("P(success)")
     handles = axes[0][0].get_legend_handles_labels()[0]
     handles += [
-        plt.Line2D([], [], color="gray", lw=6, alpha=0.35, label="predicted for a new level: 50% / 90% band"),
-        plt.Line2D([], [], color="gray", ls="--", lw=1, label="boundary b* = C/θ (median; shaded: 90%)"),
-        plt.Line2D([], [], color="gray", marker="o", ls="", mec="k", label="observed rate (size: seeds)"),
+        Line2D([], [], color="gray", lw=6, alpha=0.35, label="predicted for a new level: 50% / 90% band"),
+        Line2D([], [], color="gray", ls="--", lw=1, label="boundary b* = C/θ (median; shaded: 90%)"),
+        Line2D([], [], color="gray", marker="o", ls="", mec="k", label="observed rate (size: seeds)"),
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    fig.legend(
+        handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=7, frameon=False
+    )
+    return save_figure(fig, path)
 
 
 def arch_words(label: str) -> str:
@@ -108,7 +100,7 @@ def arch_words(label: str) -> str:
 def plot_capacity(path: Path, posterior: Posterior) -> Path:
     tables = posterior_tables(posterior)
     c = np.exp(posterior.draws["log_C"])
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(tables["archs"]), 3.6))
+    fig, ax = new_figure((1.6 + 1.4 * len(tables["archs"]), 3.6))
     ax.violinplot([c[:, a] for a in range(c.shape[1])], showmedians=True)
     budgets = (
         ("attention_bits", "C1", "H x d_head x precision"),
@@ -125,13 +117,15 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     ref = posterior.meta["families"][posterior.meta["reference"]]
     ax.set_ylabel("C (bits stored at saturation)" if posterior.meta.get("anchor") else f"C (bits of {ref})")
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.01), frameon=False)  # never over a budget
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_calibration(path: Path, valid: dict) -> Path:
-    kinds = list(valid.get("scores", {}))
-    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(3.8 * max(len(kinds), 1), 3.6), squeeze=False)
-    for ax, kind in zip(axes[0], kinds):
+    """One reliability panel per design with scores of its own (`scorecard.distinct`: a design
+    that repeats another's cells is named in that one's title, not drawn twice)."""
+    designs = distinct(valid.get("scores", {}))
+    fig, axes = new_figure((3.8 * max(len(designs), 1), 3.8), 1, max(len(designs), 1), squeeze=False)
+    for ax, (words, scores) in zip(axes[0], designs.items()):
         for m, style in (
             ("meta_model", "o-"),
             ("base_rate", "x:"),
@@ -139,19 +133,27 @@ def plot_calibration(path: Path, valid: dict) -> Path:
             ("pooled_logistic", "s:"),
             ("per_family_logistic", "^:"),
         ):
-            bins = valid["scores"][kind][m]["reliability"]
-            ax.plot([b["predicted"] for b in bins], [b["observed"] for b in bins], style, label=m, ms=4)
+            bins = scores[m]["reliability"]
+            ax.plot(
+                [b["predicted"] for b in bins], [b["observed"] for b in bins], style, label=METHODS[m], ms=4
+            )
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
-        ax.set_title(f"held-out {kind}")
+        ax.set_title(words, fontsize=9)
         ax.set_xlabel("predicted P(success)")
         ax.set_ylabel("observed frequency")
         ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
+
+
+FOLD_MARKERS = {"levels": "o", "top": "s", "families": "^", "archs": "D"}
 
 
 def plot_heldout(path: Path, valid: dict) -> Path:
-    fig, ax = plt.subplots(figsize=(4.2, 3.8))
-    for i, fold_kind in enumerate(("levels", "top", "families", "archs")):
+    """Each held-out cell's predicted P(success) (90% interval) against its observed success
+    fraction, drawn where it is (a cell with no success at 0, not nudged below it); the fold
+    kinds differ by marker."""
+    fig, ax = new_figure((4.4, 4.0))
+    for fold_kind, marker in FOLD_MARKERS.items():
         cells = [c for f in valid.get("folds", []) if f["kind"] == fold_kind for c in f["cells"]]
         if not cells:
             continue
@@ -160,22 +162,27 @@ def plot_heldout(path: Path, valid: dict) -> Path:
             [[c["p_mean"] - c["p_lo90"] for c in cells], [c["p_hi90"] - c["p_mean"] for c in cells]]
         )
         err = np.clip(err, 0.0, None)  # a skewed posterior can put its mean outside the 90% interval
-        y = np.array([c["successes"] / c["trials"] for c in cells]) + (i - 1.5) * 0.015
-        ax.errorbar(x, y, xerr=err, fmt="o", ms=3, lw=0.6, label=f"held-out {fold_kind}")
+        y = np.array([c["successes"] / c["trials"] for c in cells])
+        words = LABELS.get(fold_kind, fold_kind)
+        ax.errorbar(
+            x, y, xerr=err, fmt=marker, mfc="none", ms=4, lw=0.6, label=f"{words} ({len(cells)} cells)"
+        )
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("predicted P(success) (90% interval)")
     ax.set_ylabel("observed success fraction of the cell")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     else:  # validation was turned off (e.g. the enhance configs' default)
         ax.set_title("no held-out validation in this run", fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_monotone(path: Path, checks: list[dict]) -> Path:
     """Per family (and architecture): success rate per level against the model's covariate and
     against the nominal bits, with the best non-increasing fit (the monotonicity test's null)."""
-    fig, axes = plt.subplots(2, max(len(checks), 1), figsize=(3.6 * max(len(checks), 1), 5.6), squeeze=False)
+    fig, axes = new_figure((3.6 * max(len(checks), 1), 5.6), 2, max(len(checks), 1), squeeze=False)
     for j, c in enumerate(checks):
         for i, (key, name) in enumerate((("test", c["covariate"]), ("nominal", "nominal complexity_bits"))):
             t, ax = c[key], axes[i][j]
@@ -193,7 +200,7 @@ def plot_monotone(path: Path, checks: list[dict]) -> Path:
     axes[1][0].set_ylabel("success rate (nominal bits)")
     if checks:
         axes[0][0].legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: dict) -> list[Path]:

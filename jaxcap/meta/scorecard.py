@@ -37,16 +37,59 @@ def _cells(coverage: float, cells: int | None) -> str:
     return f", {k} of {cells} cells [{lo:.2f}, {hi:.2f}]"
 
 
-def losses(scores: dict) -> list[str]:
-    """Designs on which a baseline beats the meta-model on Brier or on log loss."""
-    out = []
+LABELS = {  # a design in the reader's words (figures, printed lines)
+    "levels": "held-out levels",
+    "levels:grid": "held-out grid levels",
+    "levels:boundary": "held-out boundary levels",
+    "top": "held-out top levels",
+    "families": "left-out families",
+    "archs": "left-out architectures",
+}
+METHODS = {
+    "meta_model": "meta-model",
+    "base_rate": "base rate",
+    "family_intercepts": "family intercepts",
+    "pooled_logistic": "pooled logistic",
+    "per_family_logistic": "per-family logistic",
+}
+
+
+def label(kind: str) -> str:
+    return LABELS.get(kind, f"held-out {kind}")
+
+
+def distinct(scores: dict) -> dict[str, dict]:
+    """The designs that have numbers of their own, keyed by their words: a design whose scores
+    repeat an earlier one's (the grid levels when no boundary level was added, so every held-out
+    level is a grid level) is named beside that one instead of shown twice."""
+    groups: dict[str, list[str]] = {}  # the first design -> every design with its scores
     for kind, s in scores.items():
+        first = next((k for k in groups if scores[k] == s), kind)
+        groups.setdefault(first, []).append(kind)
+    out = {}
+    for kind, names in groups.items():
+        words = label(kind)
+        if len(names) > 1:
+            words += " (= " + ", ".join(label(k).removeprefix("held-out ") for k in names[1:]) + ")"
+        out[words] = scores[kind]
+    return out
+
+
+def losses(scores: dict) -> list[str]:
+    """One line per design on which a baseline beats the meta-model on Brier or on log loss:
+    the meta-model's number against the best baseline's, then the baselines that beat it."""
+    out = []
+    for words, s in distinct(scores).items():
         m = s["meta_model"]
-        for b in BASELINES:
-            worse = [k for k in ("brier", "log_loss") if s[b][k] < m[k]]
-            if worse:
-                what = ", ".join(f"{k} {m[k]:.4f} vs {s[b][k]:.4f}" for k in worse)
-                out.append(f"{kind}: loses to {b} ({what})")
+        beaten = [b for b in BASELINES if any(s[b][k] < m[k] for k in ("brier", "log_loss"))]
+        if not beaten:
+            continue
+        parts = [
+            f"{name} {m[key]:.4f} vs {min(s[b][key] for b in beaten):.4f}"
+            for key, name in (("brier", "Brier"), ("log_loss", "log loss"))
+            if any(s[b][key] < m[key] for b in beaten)
+        ]
+        out.append(f"{words}: {', '.join(parts)} ({', '.join(METHODS[b] for b in beaten)})")
     return out
 
 
@@ -105,8 +148,10 @@ def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
                 gap <= 0.03,
             )
         )
+    shown: list[dict] = []  # the grid levels are the held-out levels when no boundary level was added
     for kind in ("levels", "levels:grid", "levels:boundary"):  # issue 24: calibrated at both ends
-        if kind in s:
+        if kind in s and s[kind] not in shown:
+            shown.append(s[kind])
             m = s[kind]["meta_model"]
             ok = 0.85 <= m["pit_coverage90"] <= 0.95
             width = f"{m['pit_coverage90']:.2f}{_cells(m['pit_coverage90'], s[kind].get('n_cells'))}"
@@ -165,14 +210,14 @@ def scorecard(valid: dict) -> list[str]:
         "| width 50% / 90% |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for kind, s in scores.items():
-        out += _method_rows(f"{kind} ({s['n_rows']} runs, {s['n_cells']} cells)", s)
+    for words, s in distinct(scores).items():
+        out += _method_rows(f"{words} ({s['n_rows']} runs, {s['n_cells']} cells)", s)
     out += ["", "Brier decomposition of the meta-model (REL − RES + UNC) and the replicate floor:", ""]
     out += ["| split | Brier | reliability | resolution | uncertainty | floor |", "|---|---|---|---|---|---|"]
-    for kind, s in scores.items():
+    for words, s in distinct(scores).items():
         d = s["meta_model"]["decomposition"]
         out.append(
-            f"| {kind} | {s['meta_model']['brier']:.4f} | {d['reliability']:.4f} | {d['resolution']:.4f} | "
+            f"| {words} | {s['meta_model']['brier']:.4f} | {d['reliability']:.4f} | {d['resolution']:.4f} | "
             f"{d['uncertainty']:.4f} | {num(s['floor'], '.4f')} |"
         )
     lost = losses(scores)

@@ -13,7 +13,7 @@ import numpy as np
 from jaxcap.meta.anchor import anchor_line
 from jaxcap.meta.model import boundary_bits
 from jaxcap.meta.posterior import Posterior, summarize
-from jaxcap.meta.scorecard import BASELINES, losses, num, sampler_health, scorecard
+from jaxcap.meta.scorecard import BASELINES, METHODS, distinct, losses, num, sampler_health, scorecard
 
 
 def posterior_tables(posterior: Posterior) -> dict:
@@ -74,16 +74,21 @@ def headline(posterior: Posterior, valid: dict) -> str:
         f"  boundary b* {b['family']} ({b['arch'].split(':')[0]}): {_ci(b['bits'])} bits"
         for b in t["boundaries"]
     ]
-    for kind, sc in valid.get("scores", {}).items():
+    for words, sc in distinct(valid.get("scores", {})).items():
         m = sc["meta_model"]
-        others = ", ".join(f"{k} {sc[k]['brier']:.3f}" for k in BASELINES)
+        others = ", ".join(f"{METHODS[k]} {sc[k]['brier']:.3f}" for k in BASELINES)
         lines.append(
-            f"held-out {kind}: Brier {m['brier']:.3f} (baselines: {others}), AUC {num(m['auc'])}, "
+            f"{words}: Brier {m['brier']:.3f} (baselines: {others}), AUC {num(m['auc'])}, "
             f"PIT coverage 90% {m['pit_coverage90']:.2f} (median width {m['median_width90']:.2f}), "
             f"floor {num(sc['floor'])} ({sc['n_rows']} runs)"
         )
     lines += [f"refused {k}: {v}" for k, v in valid.get("refused", {}).items()]
-    lines += [f"WHERE THE META-MODEL LOSES: {x}" for x in losses(valid.get("scores", {}))]
+    lost = losses(valid.get("scores", {}))
+    if lost:  # one line per design, not one per design and baseline
+        lines.append(
+            "WHERE THE META-MODEL LOSES to a baseline (its score vs the best baseline's; lower wins):"
+        )
+        lines += [f"  {x}" for x in lost]
     return "\n".join(lines)
 
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from jaxcap.reports.figures import new_figure, save_figure, vector_path
 
 
 def figure(part: str, data: dict, study: Path, path: Path, title: str) -> Path | None:
@@ -24,8 +21,13 @@ def figure(part: str, data: dict, study: Path, path: Path, title: str) -> Path |
         "calibrate": study / "calibrate/report/success_vs_complexity.png",
     }
     if part in own:
-        return shutil.copy(own[part], path) and path if own[part].exists() else None
-    fig, ax = plt.subplots(figsize=(7.6, 3.8))
+        if not own[part].exists():
+            return None
+        shutil.copy(own[part], path)
+        if vector_path(own[part]).exists():  # runs made before figures had a vector copy have none
+            shutil.copy(vector_path(own[part]), vector_path(path))
+        return path
+    fig, ax = new_figure((7.6, 3.8))
     if part == "speed" and data["rows"]:
         rows = data["rows"]
         x = range(len(rows))
@@ -67,11 +69,7 @@ def figure(part: str, data: dict, study: Path, path: Path, title: str) -> Path |
         ax.set_xlabel("step")
         ax.set_ylabel("val accuracy (median over seeds)")
     else:
-        plt.close(fig)
         return None
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never over a bar
     ax.set_title(f"{part}: {title}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

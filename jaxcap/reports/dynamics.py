@@ -19,14 +19,13 @@ import warnings
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker as ticker
+import numpy as np
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker as ticker  # noqa: E402
-import numpy as np  # noqa: E402
-
-from jaxcap.results.records import MemberRow  # noqa: E402
-from jaxcap.results.store import Store  # noqa: E402
+from jaxcap.reports.figures import new_figure, save_figure
+from jaxcap.results.records import MemberRow
+from jaxcap.results.store import Store
 
 COLUMNS = 3
 
@@ -38,9 +37,9 @@ def level_colors(n: int) -> list:
     """Colours that tell levels apart: the ten strong hues of tab20, then its ten light ones;
     a sequential map only past 20 levels, where no palette names each line."""
     if n <= 20:
-        tab = plt.cm.tab20.colors
+        tab = matplotlib.colormaps["tab20"].colors
         return [tab[2 * i] if i < 10 else tab[2 * (i - 10) + 1] for i in range(n)]
-    return list(plt.cm.viridis(np.linspace(0.0, 0.92, n)))
+    return list(matplotlib.colormaps["viridis"](np.linspace(0.0, 0.92, n)))
 
 
 def log_steps(ax, label: bool = True) -> None:
@@ -87,7 +86,7 @@ def plot_dynamics(
     chosen = panels(names, metric, higher)
     n_cols = min(COLUMNS, len(chosen))
     n_rows = math.ceil((len(chosen) + 1) / n_cols)  # one more cell holds the level legend
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 2.7 * n_rows + 0.5), squeeze=False)
+    fig, axes = new_figure((3.6 * n_cols, 2.7 * n_rows + 0.5), n_rows, n_cols, squeeze=False)
     flat = list(axes.flat)
     order = sorted(groups, key=lambda key: groups[key][0].complexity_bits)
     colors = level_colors(len(order))
@@ -108,15 +107,15 @@ def plot_dynamics(
             for seed_curve in values:
                 ax.plot(steps, seed_curve, color=color, lw=0.5, alpha=0.35)
             ax.plot(steps, _median(values), color=color, lw=1.6)
-        handles.append(plt.Line2D([], [], color=color, lw=1.6, label=names_of[key]))
+        handles.append(Line2D([], [], color=color, lw=1.6, label=names_of[key]))
     _axes(flat, chosen, metric, higher)
     legend_ax = flat[len(chosen)]
     legend_ax.axis("off")
     for ax in flat[len(chosen) + 1 :]:
         ax.axis("off")
     seeds = len({r.seed for r in rows})
-    note = plt.Line2D([], [], color="black", lw=0.5, alpha=0.6, label=f"thin: each of {seeds} seeds")
-    thick = plt.Line2D([], [], color="black", lw=1.6, label="thick: median over seeds")
+    note = Line2D([], [], color="black", lw=0.5, alpha=0.6, label=f"thin: each of {seeds} seeds")
+    thick = Line2D([], [], color="black", lw=1.6, label="thick: median over seeds")
     legend_ax.legend(
         handles=[thick, note, *handles],
         loc="upper left",
@@ -127,10 +126,7 @@ def plot_dynamics(
         title_fontsize=7,
     )
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=110)
 
 
 def _axes(flat: list, chosen: list[tuple[str, str, str]], metric: str, higher: bool) -> None:

@@ -16,12 +16,8 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from jaxcap.results.records import LevelSummary  # noqa: E402
+from jaxcap.reports.figures import new_figure, save_figure
+from jaxcap.results.records import LevelSummary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +70,10 @@ def draw_series(ax, levels: list[LevelSummary], color: str, name: str) -> Bounda
     found = boundary(levels) if levels else Boundary("none", high=0.0)
     if found.kind == "between":
         ax.axvspan(found.low, found.high, color=color, alpha=0.12, lw=0)
-    ax.plot([], [], "o", color=color, label=f"{name}: median over seeds (filled: learned)")
-    ax.plot([], [], " ", label=f"  {found.text}")
+    # the legend's handle is an errorbar like the drawn ones, so the min-max bar is explained; the
+    # series' boundary is on its entry (a handle-less entry of its own was listed after the lines)
+    label = f"{name}: median (filled: learned)\n{found.text}"
+    ax.errorbar([], [], yerr=[], fmt="o", color=color, ms=5, capsize=2, label=label)
     return found
 
 
@@ -86,7 +84,7 @@ def levels_figure(
     series_of: Callable[[LevelSummary], str] = lambda lv: lv.family,
 ) -> tuple[Path, dict[str, Boundary]]:
     """The success metric vs complexity of every series; returns the path and each boundary."""
-    fig, ax = plt.subplots(figsize=(8.6, 4.4))
+    fig, ax = new_figure((8.6, 4.4))
     found = {}
     for i, name in enumerate(dict.fromkeys(series_of(lv) for lv in levels)):
         mine = [lv for lv in levels if series_of(lv) == name]
@@ -100,6 +98,7 @@ def levels_figure(
         lw=0.8,
         label=f"success: {first.metric} {sign} {first.threshold:g}",
     )
+    ax.plot([], [], "o", color="gray", ms=3, alpha=0.5, label="dots: each seed; bars: min-max over seeds")
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance: input-blind, fitted on train")
     if any(lv.shortcut is not None for lv in levels):
         ax.plot([], [], "_", color="C1", ms=12, mew=1.5, label=f"shortcut: {first.shortcut_name}")
@@ -111,10 +110,7 @@ def levels_figure(
         ax.set_ylim(-0.03, 1.05)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path), found
+    return save_figure(fig, path, dpi=110), found
 
 
 def success_rate_figure(
@@ -127,7 +123,7 @@ def success_rate_figure(
     predictor would: the outcome the meta-model
     reads, where `levels_figure` shows the score. A level is learned when a strict majority of
     its seeds succeeded (the dotted line)."""
-    fig, ax = plt.subplots(figsize=(8.6, 4.0))
+    fig, ax = new_figure((8.6, 4.0))
     names = list(dict.fromkeys(series_of(lv) for lv in levels))
     width = 0.08 * (len(names) - 1)
     for i, name in enumerate(names):
@@ -172,7 +168,4 @@ def success_rate_figure(
     ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=110)

@@ -23,17 +23,14 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from tqdm import tqdm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-
-from jaxcap.core.population import HPARAM_NAMES  # noqa: E402
-from jaxcap.reports import dynamics, learnability, summary  # noqa: E402
-from jaxcap.results.records import LevelSummary, MemberRow  # noqa: E402
-from jaxcap.results.store import Store  # noqa: E402
+from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.reports import dynamics, learnability, summary
+from jaxcap.reports.figures import new_figure, save_figure
+from jaxcap.results.records import LevelSummary, MemberRow
+from jaxcap.results.store import Store
 
 
 def level_key(row: MemberRow) -> tuple:
@@ -99,17 +96,11 @@ def _model_title(rows: list[MemberRow]) -> str:
     return title + ("; * varies by bucket" if "*" in title else "")
 
 
-def _save(fig, path: Path, tight: bool = True) -> Path:
-    if tight:
-        fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
-
-
 def plot_gap(store: Store, rows: list[MemberRow], path: Path) -> Path:
-    """The generalization gap at the end (vs complexity) and over training (median per level)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0))
+    """The generalization gap at the end (vs complexity) and over training (median per level).
+    The final medians are markers, not a line: a series' levels need not be ordered in difficulty
+    by their bits (x mod N), and a line between them would draw a trend the levels do not have."""
+    fig, (left, right) = new_figure((10.0, 4.2), 1, 2)
     groups = group_levels(rows)
     label_of = lambda m: m[0].bucket_label or ""  # noqa: E731
     for i, name in enumerate(dict.fromkeys(series(label_of(m))[0] for m in groups.values())):
@@ -123,12 +114,16 @@ def plot_gap(store: Store, rows: list[MemberRow], path: Path) -> Path:
             left.scatter([x] * len(g), g, s=9, alpha=0.35, color=f"C{i % 10}")
         label = name.replace("task.", "") or fam[0][0].family
         medians = [statistics.median(g) if g else np.nan for g in gaps]
-        left.plot(xs, medians, "o-", color=f"C{i % 10}", label=f"{label}: train - val")
+        left.plot(
+            xs, medians, "o", ms=6, color=f"C{i % 10}", label=f"{label}: train - val (median; dots: seeds)"
+        )
         # out-of-length splits: how much worse than in-length validation (the length-generalization gap)
         long = [[g for r in m if (g := _long_gap(r)) is not None] for m in fam]
         if any(long):
             medians = [statistics.median(g) if g else np.nan for g in long]
-            left.plot(xs, medians, "o--", mfc="none", color=f"C{i % 10}", label=f"{label}: val - val_long")
+            left.plot(
+                xs, medians, "D", mfc="none", color=f"C{i % 10}", label=f"{label}: val - val_long (median)"
+            )
     left.axhline(0.0, color="gray", lw=0.8)
     left.set_xlabel("task complexity (bits)")
     left.set_ylabel(f"final gap in {rows[0].metric} (+ = worse on the held-out split)")
@@ -146,7 +141,7 @@ def plot_gap(store: Store, rows: list[MemberRow], path: Path) -> Path:
     right.set_ylabel("median gap over seeds")
     right.legend(fontsize=6, ncol=1 + len(groups) // 8)
     fig.suptitle(_model_title(rows), fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=110)
 
 
 def _long_gap(row: MemberRow) -> float | None:

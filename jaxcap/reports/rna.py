@@ -20,13 +20,15 @@ last checkpoint of every bucket:
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 
 import jax
 import ml_collections
 import numpy as np
+from absl import flags
 
+from jaxcap.config import cli
 from jaxcap.config.base import base_config
 from jaxcap.config.plan import make_buckets
 from jaxcap.core.checkpoint import PopulationCheckpoints
@@ -125,10 +127,15 @@ def evaluate_workdir(workdir: str, splits=("val", "test", "val_long")) -> list[d
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_string("workdir", None, "A finished rna run's workdir.", flag_values=FLAGS)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    cli.parse([cli.prog("reports.rna"), *argv], __doc__, FLAGS)
+    cli.required(FLAGS, "workdir", example="--workdir runs/rna")
+    args = FLAGS
     rows = evaluate_workdir(args.workdir)
     store = Store(args.workdir)
     store.report_path.mkdir(exist_ok=True)

@@ -1,26 +1,33 @@
-"""curves.zarr: the dense copy of evals.jsonl, one Zarr v3 group per bucket.
+"""curves.zarr: the dense copy of evals.jsonl, one Zarr v3 group per bucket, with units.
 
-TensorStore writes the numbers (it appends one eval at a time without rewriting what is there),
-but the layout is the one xarray and zarr-python read, so the curves open in the tools people
-already use:
+TensorStore writes the numbers (it appends one eval at a time without rewriting what is there);
+zarr-python writes the groups, the string arrays and the consolidated metadata, in the layout
+xarray and zarr-python read, so the curves open in the tools people already use:
 
     xr.open_zarr("<workdir>/curves.zarr", group="b0")
-    # Dataset: curves (member, step, metric) float32; coordinates step (an index), metric, member
-    # and, per member, level, seed, the task knobs (modulus), complexity_bits and the hparams
-    jaxcap.results.curves.open_dataset("<workdir>").sel(modulus=97, seed=0).val_accuracy
-    # one variable per metric, members indexed by their level knobs and seed
+    # Dataset: curves (member, step, metric) float32; coordinates step (an index), metric with
+    # its metric_units and metric_long_name, member and, per member, level, seed, the task
+    # knobs (modulus), complexity_bits and the hparams
+    xr.open_datatree("<workdir>/curves.zarr", engine="zarr")  # every bucket, one node each
+    xr.open_zarr("<workdir>/curves.zarr")  # the root: no arrays; its attributes name the buckets
+    jaxcap.results.tables.open_dataset("<workdir>").sel(modulus=97, seed=0).val_accuracy
+    # one variable per metric with CF `units` and `long_name`, members indexed by knobs and seed
 
 Per bucket group: `curves` [member, step, metric] (NaN where a member has no value), `step`
-[step] (the training step of each eval, the dimension's index), `member` [member] and `metric`
-[metric] (names), and one [member] array per member coordinate. Zarr v3 names dimensions in
-`dimension_names`; a one-dimensional array named like its dimension is that dimension's
-coordinate, and the `coordinates` attribute makes the member arrays coordinates. TensorStore has
-no string type, so string arrays (`metric`, `level`) are written directly in the zarr v3
-"string" format (vlen-utf8 codec). The root's `zarr.json` carries consolidated metadata,
-rewritten after every change, so `xr.open_zarr` opens it in one read and without a warning.
+[step] (the training step of each eval, the dimension's index), `member` [member], `metric`
+[metric] (names) with `metric_units` and `metric_long_name` [metric] beside it (one array holds
+metrics of different units, so units are per metric, spelt as CF does: `nat`, `bit`, `1` for a
+fraction; `metric_attrs`), and one [member] array per member coordinate. Zarr v3 names
+dimensions in `dimension_names`; a one-dimensional array named like its dimension is that
+dimension's coordinate, and the `coordinates` attribute makes the others coordinates. The
+root's `zarr.json` carries consolidated metadata, rewritten after every change, so
+`xr.open_zarr` opens a group in one read and without a warning; the root itself holds no arrays
+(buckets differ in members, steps and metrics), and its attributes (`buckets`, `open_with`)
+point a reader who opens it at the groups.
 
 Older workdirs still read: groups whose second dimension is `eval` and which carry no member
-coordinates (`open_dataset` takes those from members.jsonl), and the bare arrays before groups.
+coordinates or units (`open_dataset` takes those from members.jsonl and the metric names), and
+the bare arrays before groups.
 """
 
 from __future__ import annotations
@@ -28,14 +35,58 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
 import tensorstore as ts
+import zarr
 
-_GROUP = {"zarr_format": 3, "node_type": "group", "attributes": {}}
 _CHUNK_EVALS = 64
+SPLITS = ("val_long", "val_ood", "train", "val", "test")  # metric name prefixes, longest first
+SPLIT_WORDS = {"val_long": "longer-input validation", "val_ood": "out-of-distribution validation"}
+UNITS = {  # metric name ending -> (CF units, what it is); longer endings first where they overlap
+    "excess_bits": ("bit", "excess code length over the true process per token"),
+    "bayes_accuracy": ("1", "Bayes-optimal accuracy"),
+    "bayes_fraction": ("1", "accuracy as a fraction of the Bayes-optimal accuracy"),
+    "macro_f1": ("1", "macro-averaged F1"),
+    "chunk_loss": ("nat", "mean training loss over the last chunk"),
+    "grad_norm": ("1", "global gradient norm"),
+    "perplexity": ("1", "perplexity"),
+    "accuracy": ("1", "accuracy (fraction of scored positions right)"),
+    "entropy": ("bit", "mean entropy of the predicted distribution"),
+    "exact": ("1", "exact-match fraction (every scored position right)"),
+    "nmse": ("1", "mean squared error over the target variance"),
+    "bits": ("bit", "code length per scored token"),
+    "loss": ("nat", "cross-entropy"),
+    "diverged": ("1", "diverged (1) or not (0)"),
+    "gap": ("", "generalization gap of the primary metric (train better than val by)"),
+}
+ROOT_ATTRS = {
+    "title": "jaxcap training curves: one group per bucket",
+    "open_with": "xr.open_zarr(path, group=<bucket>) or xr.open_datatree(path, engine='zarr')",
+}
+
+
+def metric_attrs(names: list[str]) -> list[dict[str, str]]:
+    """CF `long_name` and `units` of each metric, from its name (no `units` where the name does
+    not say: `gap` is in the primary metric's). A loss is a cross-entropy in nats, or a squared
+    error where the task regresses (its metrics include an `nmse`)."""
+    regress = any(n.endswith("nmse") for n in names)
+    out = []
+    for name in names:
+        split = next((s for s in SPLITS if name.startswith(f"{s}_")), "")
+        rest = name[len(split) + 1 :] if split else name
+        soft = rest.startswith("soft_")  # sentiment scores a soft-labelled copy of each split
+        rest = rest.removeprefix("soft_")
+        ending = next((k for k in UNITS if rest == k or rest.endswith(f"_{k}")), None)
+        units, words = UNITS.get(ending, ("", name.replace("_", " ")))
+        if ending in ("loss", "chunk_loss") and regress:
+            units, words = "1", words.replace("cross-entropy", "mean squared error")
+        if split:
+            words += f" on the {SPLIT_WORDS.get(split, split)} split" + (" (soft labels)" if soft else "")
+        out.append({"long_name": words, **({"units": units} if units else {})})
+    return out
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -45,26 +96,20 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _string_array(path: Path, names: list[str], dim: str) -> None:
-    """A 1-d zarr v3 array of strings in one chunk: the vlen-utf8 encoding is a little-endian
-    uint32 count, then each item as a uint32 byte length and its UTF-8 bytes."""
-    (path / "c").mkdir(parents=True, exist_ok=True)
-    encoded = [n.encode() for n in names]
-    chunk = struct.pack("<I", len(encoded)) + b"".join(struct.pack("<I", len(e)) + e for e in encoded)
-    (path / "c" / "0").write_bytes(chunk)
-    meta = {
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": [len(names)],
-        "data_type": "string",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [max(len(names), 1)]}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": "",
-        "codecs": [{"name": "vlen-utf8", "configuration": {}}],
-        "attributes": {},
-        "dimension_names": [dim],
-    }
-    write_atomic(path / "zarr.json", json.dumps(meta))
+def _strings(group: zarr.Group, name: str, values: list[str], dim: str) -> None:
+    """A 1-d array of strings in one chunk (zarr v3 `string`, vlen-utf8: TensorStore has no
+    string type) along dimension `dim`."""
+    array = group.create_array(
+        name,
+        shape=(len(values),),
+        dtype=str,
+        chunks=(max(len(values), 1),),
+        dimension_names=[dim],
+        compressors=None,
+        fill_value="",
+        overwrite=True,
+    )
+    array[:] = np.asarray(values, dtype=object)
 
 
 class Curves:
@@ -84,48 +129,53 @@ class Curves:
 
     def _create(self, bucket: str, names: list[str], n_members: int, coords: dict[str, list] | None):
         """The bucket's group and arrays, before its first eval."""
-        group = self.root / bucket
-        group.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.root / "zarr.json", json.dumps(_GROUP))
-        write_atomic(group / "zarr.json", json.dumps({**_GROUP, "attributes": {"bucket": bucket}}))
+        root = zarr.open_group(self.root, mode="a", zarr_format=3)
+        root.attrs.update({**ROOT_ATTRS, "buckets": sorted({*root.attrs.get("buckets", []), bucket})})
+        group = root.require_group(bucket)
+        group.attrs["bucket"] = bucket
         coords = coords or {}
         for name, values in coords.items():
-            self._coordinate(bucket, name, values)
+            self._coordinate(group, bucket, name, values)
+        described = metric_attrs(names)
+        _strings(group, "metric", names, "metric")
+        _strings(group, "metric_units", [a.get("units", "") for a in described], "metric")
+        _strings(group, "metric_long_name", [a["long_name"] for a in described], "metric")
+        attrs = {
+            "coordinates": " ".join(["step", "metric_units", "metric_long_name", *coords]),
+            "metrics": names,
+            "long_name": "metric value (units per metric: metric_units)",
+        }
         dims = ["member", "step", "metric"]
-        attrs = {"coordinates": " ".join(["step", *coords]), "metrics": names}
         spec = self._spec(bucket, "curves", dimension_names=dims, attributes=attrs, data_type="float32")
         spec["metadata"]["fill_value"] = "NaN"  # an eval not written reads as missing, never as 0
         layout = ts.ChunkLayout(write_chunk_shape=[n_members, _CHUNK_EVALS, len(names)])
         ts.open(spec, create=True, shape=[n_members, 0, len(names)], chunk_layout=layout).result()
-        spec = self._spec(bucket, "step", dimension_names=["step"])
+        step_attrs = {"long_name": "training step", "units": "1"}
+        spec = self._spec(bucket, "step", dimension_names=["step"], attributes=step_attrs)
         layout = ts.ChunkLayout(write_chunk_shape=[_CHUNK_EVALS])
         ts.open(spec, create=True, dtype=ts.int64, shape=[0], chunk_layout=layout).result()
         spec = self._spec(bucket, "member", dimension_names=["member"])
         members = ts.open(spec, create=True, dtype=ts.int32, shape=[n_members]).result()
         members.write(np.arange(n_members, dtype=np.int32)).result()
-        _string_array(group / "metric", names, "metric")
 
-    def _coordinate(self, bucket: str, name: str, values: list) -> None:
+    def _coordinate(self, group: zarr.Group, bucket: str, name: str, values: list) -> None:
         """One per-member coordinate: numbers through TensorStore, anything else as strings."""
         if all(isinstance(v, (bool, int, np.integer)) for v in values):
             dtype, array = ts.int64, np.asarray(values, np.int64)
         elif all(isinstance(v, (int, float, np.integer, np.floating)) for v in values):
             dtype, array = ts.float64, np.asarray(values, np.float64)
         else:
-            return _string_array(self.root / bucket / name, [str(v) for v in values], "member")
-        spec = self._spec(bucket, name, dimension_names=["member"])
+            return _strings(group, name, [str(v) for v in values], "member")
+        attrs = {"long_name": "task complexity", "units": "bit"} if name == "complexity_bits" else {}
+        spec = self._spec(bucket, name, dimension_names=["member"], attributes=attrs)
         ts.open(spec, create=True, dtype=dtype, shape=[len(values)]).result().write(array).result()
 
     def _consolidate(self) -> None:
         """Every group's and array's metadata inline in the root's zarr.json (zarr-python's
         consolidated metadata), so readers open the store without listing it."""
-        metadata = {}
-        for group in sorted(p for p in self.root.iterdir() if (p / "zarr.json").exists()):
-            metadata[group.name] = json.loads((group / "zarr.json").read_text())
-            for array in sorted(a for a in group.iterdir() if (a / "zarr.json").exists()):
-                metadata[f"{group.name}/{array.name}"] = json.loads((array / "zarr.json").read_text())
-        inline = {"kind": "inline", "must_understand": False, "metadata": metadata}
-        write_atomic(self.root / "zarr.json", json.dumps({**_GROUP, "consolidated_metadata": inline}))
+        with warnings.catch_warnings():  # zarr-python's own format, as xarray reads it: no news
+            warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
+            zarr.consolidate_metadata(str(self.root), zarr_format=3)
 
     def _legacy(self, bucket: str) -> bool:
         """A bucket written before curves were groups: one bare array with `step` as metric 0."""

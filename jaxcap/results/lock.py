@@ -15,8 +15,6 @@ import atexit
 import contextlib
 import fcntl
 import os
-import shutil
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,7 +58,8 @@ def _lock(root: Path) -> int:
             "(wait for it, or use another --workdir)"
         ) from None
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    host = os.uname().nodename  # socket.gethostname(), without importing socket
+    os.pwrite(fd, f"process {os.getpid()} on {host}\n".encode(), 0)
     return fd
 
 
@@ -69,8 +68,13 @@ _early: dict[str, int] = {}  # root -> descriptor taken by `take_early`, not yet
 
 def take_early(root: Path) -> None:
     """Lock `root` now (the launcher, before any slow import); `hold` adopts it later. A workdir
-    created here that holds nothing but the lock when the process exits is removed again."""
+    created here that holds nothing but the lock when the process exits is removed again. Taking
+    it again before `hold` adopts it changes nothing (the launcher locks before its imports and
+    once more after parsing, where a --flagfile may name the workdir): a second flock of this
+    process's own would fail."""
     root = Path(root)
+    if str(root.resolve()) in _early:
+        return
     created = not root.exists()
     make_dir(root)
     _early[str(root.resolve())] = _lock(root)
@@ -81,6 +85,8 @@ def take_early(root: Path) -> None:
 def _remove_if_empty(root: Path) -> None:
     with contextlib.suppress(OSError):
         if [p.name for p in root.iterdir()] == [LOCK]:
+            import shutil  # at exit only: the launcher imports this module before anything else
+
             shutil.rmtree(root)
 
 

@@ -4,8 +4,9 @@ members.jsonl nests (knobs, hparams, final metrics, model), so every analysis st
 `pd.json_normalize`; members.csv is the same rows flattened once (`knobs.modulus`,
 `hparams.learning_rate`, `final.test_accuracy`), identity columns first, written beside
 members.jsonl whenever that is rewritten. `open_dataset` gives curves.zarr as one xarray
-Dataset per workdir: one variable per metric over (member, step), the members indexed by their
-level knobs and seed (and trial, bucket where they vary), so
+Dataset per workdir: one variable per metric over (member, step), each with CF `units` and
+`long_name` (so `ds.val_loss.plot()` labels its axis "cross-entropy on the val split [nat]"),
+the members indexed by their level knobs and seed (and trial, bucket where they vary), so
 
     ds = open_dataset(workdir); ds.sel(modulus=97, seed=0).val_accuracy
 
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.results.curves import metric_attrs
 from jaxcap.results.records import MemberRow
 
 FIRST = ("bucket", "member", "level", "seed", "trial", "status", "success", "complexity_bits", "family")
@@ -101,7 +103,11 @@ def open_dataset(workdir: str | Path, bucket: str | None = None):
         raise ValueError(f"bucket: {bucket!r} is not in {root / 'curves.zarr'}; allowed: {', '.join(groups)}")
     rows = _member_rows(root / "members.jsonl")
     parts = [_bucket_dataset(xr, root, name, rows) for name in ([bucket] if bucket else groups)]
-    ds = parts[0] if len(parts) == 1 else xr.concat(parts, dim="member", join="outer", combine_attrs="drop")
+    ds = (
+        parts[0]
+        if len(parts) == 1
+        else xr.concat(parts, dim="member", join="outer", combine_attrs="drop_conflicts")
+    )
     keys = [k for k in ds.coords if ds[k].dims == ("member",) and _is_key(k)]
     varying = [k for k in keys if len(np.unique(ds[k].values.astype(str))) > 1] or ["seed"]
     ds = ds.assign_coords(member_id=("member", ds["member"].values)).drop_vars("member")
@@ -132,8 +138,11 @@ def _bucket_dataset(xr, root: Path, bucket: str, rows: list[MemberRow]):
         raw = xr.open_zarr(root / "curves.zarr", group=bucket, consolidated=False)
     if "eval" in raw.dims:  # the layout before step was the dimension
         raw = raw.swap_dims({"eval": "step"})
-    ds = raw.curves.to_dataset("metric")
-    ds = ds.assign_coords({k: v for k, v in raw.coords.items() if k != "metric"})
+    per_metric = [k for k in raw.coords if k != "metric" and "metric" in raw[k].dims]  # units
+    ds = raw.curves.drop_vars(per_metric).to_dataset("metric")
+    for name, attrs in zip(list(ds.data_vars), metric_attrs(list(ds.data_vars))):
+        ds[name].attrs = attrs  # CF units and long_name per variable (older stores: from the name)
+    ds = ds.assign_coords({k: v for k, v in raw.coords.items() if "metric" not in v.dims})
     mine = sorted((r for r in rows if r.bucket == bucket), key=lambda r: r.member)
     if "seed" not in ds.coords and len(mine) == ds.sizes["member"]:
         ds = ds.assign_coords(

@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 import jax
 import numpy as np
-from tqdm import tqdm
 
 from jaxcap.config.plan import Bucket
-from jaxcap.core import sharding
+from jaxcap.core import compiles, sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
+from jaxcap.core.progress import tqdm
 from jaxcap.core.runtime import PhaseClock, Runtime
 from jaxcap.core.train import EvalSettings, PopulationProgram, make_population
 from jaxcap.fields import ConfigError
@@ -211,6 +211,11 @@ def train_bucket(
     `extra_metrics(state, hparams, data)` adds host metrics to every eval (stored, and seen by
     both hooks in `cursor.last`).
     """
+    with compiles.counting() as compiled:
+        return _train_bucket(bucket, store, runtime, stop_fn, on_eval, extra_metrics, compiled)
+
+
+def _train_bucket(bucket, store, runtime, stop_fn, on_eval, extra_metrics, compiled) -> list[MemberRow]:
     settings, members = bucket.settings, bucket.members
     spec = bucket.task.spec
     mesh = sharding.population_mesh(len(members), runtime.devices)
@@ -247,7 +252,7 @@ def train_bucket(
         dynamic_ncols=True,
     )
     chunk = cursor.step // settings.chunk_steps
-    runs = writers.member_runs(bucket.name, members, bucket.label)
+    runs = writers.member_runs(bucket.name, members, bucket.label, bucket.task.spec.family)
     bits = [bucket.task.complexity_bits(m.knobs) for m in members]
     coords = tables.member_coords(members, bucket.label, bits)  # curves.zarr's; level, seed in evals
     fields = tuple(tables.eval_fields(coords, tuple(members[0].hparams)))
@@ -289,11 +294,12 @@ def train_bucket(
     bar.close()
     with clock("checkpoint"):  # waits for the last asynchronous save
         ckpts.close()
-    if clock.count["compile"]:
-        print(f"[{bucket.name}] {clock.summary(len(members), settings.chunk_steps)}", flush=True)
     baselines = {
         k: np.asarray(v, np.float64) for k, v in sharding.to_host(program.baselines(hparams, data)).items()
     }
+    if clock.count["compile"]:  # programs: compiled or read from the persistent cache, this bucket
+        summary = clock.summary(len(members), settings.chunk_steps)
+        print(f"[{bucket.name}] {summary}; {compiled.programs} programs compiled", flush=True)
     rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)
     writers.active().write_final(rows, runs)  # test metrics, once; HParams; the members' table

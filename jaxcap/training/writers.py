@@ -11,16 +11,19 @@ are off by default and neither is a dependency of the core install:
     pip install 'jaxcap[wandb]'         # W&B >= 0.19.10 (several runs open in one process)
     python -m jaxcap.launch --config configs/modmod.py:smoke --config.runtime.wandb=my-project
 
-Each member is its own run, named by its level and seed (`modulus=97/seed0`; with the trial
-of a sweep, and the swept hyperparameters where a bucket has several settings), so the tools'
-run pickers, parallel coordinates and run tables work as they do for any sweep. Its
-hyperparameters, task knobs, level and seed are the run's HParams (TensorBoard's HParams
+Each member is its own run, named by its task family, level and seed
+(`modulo/modulus=97/seed0`; with the trial of a sweep, and the swept hyperparameters where a
+bucket has several settings), so the families one calibrate run trains side by side sit under
+one prefix each (`random_labels/dataset_size=8/seed0` beside `modulo/modulus=2/seed0`) and the
+tools' run pickers, parallel coordinates and run tables work as they do for any sweep. Its
+family, hyperparameters, task knobs, level and seed are the run's HParams (TensorBoard's HParams
 plugin) or config (W&B, grouped by the workdir's name). Tags are named by split and metric
 (`val/accuracy`, `train/loss`, `training/grad_norm`). Selection reads val, so during training
 only train and val are streamed; each member's test metrics are written once, when its bucket
-ends, with the final val metrics and its success, and TensorBoard's `summary` run gets a
-table of every member (Text tab). A run resumed in the same workdir continues the same W&B
-runs. Only process 0 of a multi-process run writes.
+ends, with the final val metrics and its success, and TensorBoard's `summary` run gets a table
+of every member per family and bucket (Text tab, tag `members/<family>/<bucket>`). A run
+resumed in the same workdir continues the same W&B runs. Only process 0 of a multi-process run
+writes.
 """
 
 from __future__ import annotations
@@ -44,27 +47,34 @@ PREFIXES = ("train_", "val_long_", "val_", "test_")  # split prefixes of eval me
 
 @dataclasses.dataclass(frozen=True)
 class MemberRun:
-    """One member as a tracking run: its name (a path: level/seed) and what describes it."""
+    """One member as a tracking run: its name (a path: family/level/seed) and what describes it."""
 
     bucket: str
     member: int
     name: str
     config: dict[str, Any]
+    family: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """Unique within a workdir: buckets are named b0, b1, ... in every family's pass."""
+        return self.family, self.bucket, self.member
 
 
-def member_runs(bucket: str, members: list, label: str) -> list[MemberRun]:
-    """The runs of a bucket's members (`jaxcap.core.population.Member`s)."""
+def member_runs(bucket: str, members: list, label: str, family: str = "") -> list[MemberRun]:
+    """The runs of a bucket's members (`jaxcap.core.population.Member`s) of task `family`."""
     swept = [n for n in members[0].hparams if len({m.hparams[n] for m in members}) > 1]
     out = []
     for i, m in enumerate(members):
         level = level_words(m.knobs, label)
         setting = ", ".join([level, *(f"{n}={m.hparams[n]:.3g}" for n in swept)])
         parts = [setting, *([f"trial{m.trial}"] if m.trial is not None else []), f"seed{m.seed}"]
-        name = "/".join(parts)
-        config = {"level": level, "seed": m.seed, **m.knobs, **m.hparams, "bucket": bucket}
+        name = "/".join([*([family] if family else []), *parts])
+        config = {**({"family": family} if family else {}), "level": level, "seed": m.seed}
+        config.update({**m.knobs, **m.hparams, "bucket": bucket})
         if m.trial is not None:
             config["trial"] = m.trial
-        out.append(MemberRun(bucket, i, name.replace(" ", ""), config))
+        out.append(MemberRun(bucket, i, name.replace(" ", ""), config, family))
     if len({r.name for r in out}) < len(out):  # the same level and seed twice: say the bucket too
         out = [dataclasses.replace(r, name=f"{r.name}/{r.bucket}") for r in out]
     return out
@@ -89,6 +99,11 @@ def final_metrics(row: MemberRow) -> dict[str, float]:
     return {**out, "success": float(bool(row.success))}
 
 
+def summary_tag(run: MemberRun) -> str:
+    """The Text tag of a bucket's members' table: one per family and bucket."""
+    return "/".join(["members", *([run.family] if run.family else []), run.bucket])
+
+
 def summary_table(rows: list[MemberRow], runs: list[MemberRun]) -> str:
     """Every member of a bucket in one Markdown table: run, status, success, its success metric."""
     metric = rows[0].success_metric if rows else "metric"
@@ -109,7 +124,7 @@ class MetricWriter(Protocol):
 
     def write_final(self, run: MemberRun, step: int, metrics: dict[str, float]) -> None: ...
 
-    def write_summary(self, bucket: str, table: str) -> None: ...
+    def write_summary(self, tag: str, table: str) -> None: ...
 
     def close(self) -> None: ...
 
@@ -125,9 +140,9 @@ class TensorBoardWriter:
         self.summary = SummaryWriter(logdir=str(logdir / "summary"))
 
     def _run(self, run: MemberRun):
-        if (run.bucket, run.member) not in self.runs:
-            self.runs[run.bucket, run.member] = self.SummaryWriter(logdir=str(self.logdir / run.name))
-        return self.runs[run.bucket, run.member]
+        if run.key not in self.runs:
+            self.runs[run.key] = self.SummaryWriter(logdir=str(self.logdir / run.name))
+        return self.runs[run.key]
 
     def write_config(self, config: dict) -> None:
         text = json.dumps(config, indent=2, sort_keys=True, default=str)
@@ -151,10 +166,10 @@ class TensorBoardWriter:
         for summary in hparams(discrete, metrics):
             writer.file_writer.add_summary(summary)
         writer.close()
-        del self.runs[run.bucket, run.member]
+        del self.runs[run.key]
 
-    def write_summary(self, bucket: str, table: str) -> None:
-        self.summary.add_text(f"members/{bucket}", table)
+    def write_summary(self, tag: str, table: str) -> None:
+        self.summary.add_text(tag, table)
         self.summary.flush()
 
     def close(self) -> None:
@@ -173,9 +188,11 @@ class WandbWriter:
         self.wandb, self.project, self.root, self.runs, self.config = wandb, project, root, {}, {}
 
     def _run(self, run: MemberRun):
-        if (run.bucket, run.member) not in self.runs:
-            key = f"{self.root.resolve()}|{run.bucket}|{run.member}"
-            self.runs[run.bucket, run.member] = self.wandb.init(
+        if run.key not in self.runs:
+            # the family too: every family's pass of a calibrate run has a bucket b0
+            key = "|".join([str(self.root.resolve()), *([run.family] if run.family else []), run.bucket])
+            key += f"|{run.member}"
+            self.runs[run.key] = self.wandb.init(
                 project=self.project,
                 group=self.root.name,
                 name=run.name,
@@ -185,7 +202,7 @@ class WandbWriter:
                 config={**run.config, "run": self.config},
                 reinit="create_new",
             )
-        return self.runs[run.bucket, run.member]
+        return self.runs[run.key]
 
     def write_config(self, config: dict) -> None:
         self.config = config
@@ -197,9 +214,9 @@ class WandbWriter:
         wandb_run = self._run(run)
         wandb_run.summary.update(metrics)
         wandb_run.finish()
-        del self.runs[run.bucket, run.member]
+        del self.runs[run.key]
 
-    def write_summary(self, bucket: str, table: str) -> None:
+    def write_summary(self, tag: str, table: str) -> None:
         pass  # W&B's own runs table holds each member's config and summary
 
     def close(self) -> None:
@@ -228,7 +245,7 @@ class Writers:
         for w in self.writers:
             for row, run in zip(rows, runs):
                 w.write_final(run, row.steps, final_metrics(row))
-            w.write_summary(runs[0].bucket, summary_table(rows, runs))
+            w.write_summary(summary_tag(runs[0]), summary_table(rows, runs))
 
     def close(self) -> None:
         for w in self.writers:

@@ -3,6 +3,7 @@ that trains nothing, a killed run resumed to the same bytes) and a capacity that
 depends on the training budget once the curve is flat."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -40,6 +41,10 @@ def _check_rows_report_and_rerun(workdir, stdout, capsys):
     alone, its capacity read by label, model fields and budget (and by the meta-model's anchor),
     and a rerun that trains nothing (in this process: the launcher's own resume is the kill's)."""
     assert "bits per parameter at each exposure budget" in stdout and "over the last doubling" in stdout
+    # one program set per architecture for every size of both rounds: 6 each (init, data, chunk,
+    # evaluate, baselines, the per-item scores), nothing compiled to make keys or hyperparameters
+    [programs] = re.findall(r"^compiled (\d+) programs", stdout, re.M)
+    assert int(programs) <= 12, programs
     lines = (workdir / "capacity.jsonl").read_text().splitlines()
     rows = [CapacityRow.from_json(json.loads(line)) for line in lines]
     assert [json.dumps(r.to_json(), sort_keys=True) for r in rows] == lines  # written as read

@@ -248,7 +248,7 @@ def test_with_measure_swaps_the_covariate_and_round_trips():
     assert json.dumps(table.to_json(), sort_keys=True) == before  # the input is not changed
 
 
-def test_bad_measures_and_families_are_one_line_errors():
+def test_bad_measures_and_families_are_one_line_errors(capsys):
     table = simulated_table(seeds=1)
     with pytest.raises(ValueError, match="allowed: nominal, table_bits, compressed_bits, input_bits"):
         measures.with_measure(table, "tabel_bits")
@@ -264,8 +264,9 @@ def test_bad_measures_and_families_are_one_line_errors():
             table, levels=[{**lv, "fields": {**lv["fields"], "dataset_size": 1}} for lv in table.levels]
         )
         measures.with_measure(one, "input_bits")
-    with pytest.raises(SystemExit, match="allowed: nominal, table_bits"):
+    with pytest.raises(SystemExit) as info:  # a usage error: exit status 2, one line on stderr
         measure_scores.main(["runs/nowhere", "--measures", "nominal,bits"])
+    assert info.value.code == 2 and "allowed: nominal, table_bits" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="table.json: missing"):
         measure_scores.main(["runs/nowhere"])
 

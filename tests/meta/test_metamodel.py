@@ -192,6 +192,10 @@ def test_posterior_round_trips_and_arviz_reads_it(fitted):
     assert np.isfinite(loo.elpd_loo) and loo.loo_i.shape == (n_cells,)
     summary = az.summary(idata, var_names=["log_C"])
     assert list(summary.columns[:2]) == ["mean", "sd"] and len(summary) == 2
+    # the posterior predictive: replicated counts of every cell, which az.plot_ppc draws
+    assert idata["posterior_predictive"]["successes"].shape == (NUTS.chains, NUTS.samples, n_cells)
+    plot_ppc = getattr(az, "plot_ppc", None) or az.plot_ppc_dist  # renamed in ArviZ 1.x
+    assert plot_ppc(idata, var_names=["successes"]) is not None
 
 
 def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):

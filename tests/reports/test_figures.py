@@ -1,7 +1,9 @@
 """What a reader sees in the figures, checked on the drawn matplotlib objects (no training):
 Optuna's style stays in Optuna's figures, baseline and tuned differ in colour, the success-rate
 figure plots k of n (not the score), dynamics is a compact grid with labelled log axes and
-levels named in words, and a loss at 0 stays on its axis."""
+levels named in words, a loss at 0 stays on its axis, the min-max bars are in the legend, the gap's
+levels are not joined by a line, importances are coloured on their own range and flagged when
+they rest on few trials, and HPO points are medians over seeds as in the population report."""
 
 import warnings
 
@@ -12,6 +14,7 @@ import optuna
 import pytest
 from helpers import level_summary, member_row
 from matplotlib.colors import to_rgba
+from matplotlib.container import ErrorbarContainer
 
 from jaxcap.experiments.hpo import report as hpo_report
 from jaxcap.reports import dynamics, learnability
@@ -22,9 +25,14 @@ from jaxcap.results.store import Store
 
 @pytest.fixture
 def drawn(monkeypatch):
-    """The figures saved during a test, kept open for inspection."""
+    """The figures saved during a test (once each: a figure is saved as PNG and as PDF), kept
+    open for inspection."""
     figures = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "savefig",
+        lambda fig, *a, **k: figures.append(fig) if fig not in figures else None,
+    )
     monkeypatch.setattr(plt, "close", lambda *a: None)
     return figures
 
@@ -66,8 +74,8 @@ def test_baseline_and_tuned_differ_in_colour_even_under_ggplot(tmp_path, drawn):
         "complexity_bits": 6.6,
         "chance": 0.01,
         "metric": "test_accuracy",
-        "baseline": {"seeds": [0.1, 0.2], "mean": 0.15},
-        "best": {"seeds": [0.5, 0.6], "mean": 0.55},
+        "baseline": {"seeds": [0.1, 0.2], "median": 0.15},
+        "best": {"seeds": [0.5, 0.6], "median": 0.55},
     }
     with plt.style.context("ggplot"):  # the style Optuna used to leave behind
         hpo_report.plot_best_vs_difficulty([level], tmp_path / "b.png")
@@ -127,3 +135,77 @@ def test_dynamics_is_a_compact_grid_with_levels_in_words(tmp_path, drawn):
     assert "modulus=5 (2.32 bits)" in legend and not any(t.startswith("b0") for t in legend)
     colours = {to_rgba(line.get_color()) for line in loss.get_lines() if line.get_linewidth() > 1}
     assert len(colours) == n_levels
+
+
+def test_accuracy_legend_explains_the_min_max_bars(tmp_path, drawn):
+    levels = [
+        level_summary(
+            complexity_bits=b, values=[0.2, 0.6], median=0.4, min=0.2, max=0.6, knobs={"modulus": m}
+        )
+        for b, m in ((2.3, 5), (4.3, 20))
+    ]
+    learnability.levels_figure(levels, tmp_path / "a.png", "title")
+    handles, labels = drawn[0].axes[0].get_legend_handles_labels()
+    assert any(isinstance(h, ErrorbarContainer) for h in handles), handles  # drawn as the bars are
+    assert any("min-max" in label for label in labels), labels
+
+
+def test_gap_medians_are_markers_not_a_line_across_levels(tmp_path, drawn):
+    """Levels of one series need not be ordered in difficulty by bits: no line joins them."""
+    store = Store(tmp_path)
+    store.append_evals("b0", 10, {"gap": np.zeros(6)})
+    rows = [
+        MemberRow.from_json(
+            member_row(
+                member=i,
+                seed=i % 2,
+                knobs={"modulus": m},
+                complexity_bits=float(np.log2(m)),
+                metric="accuracy",
+                final={"gap": 0.1 * i, "val_accuracy": 0.5},
+                model={"n_layers": 1, "d_model": 16, "n_heads": 2},
+            )
+        )
+        for i, m in enumerate((5, 5, 7, 7, 10, 10))
+    ]
+    population_report.plot_gap(store, rows, tmp_path / "g.png")
+    left = drawn[0].axes[0]
+    medians = [line for line in left.get_lines() if line.get_marker() == "o"]
+    assert medians and all(line.get_linestyle() == "None" for line in medians)
+
+
+def _levels(n_trials: int) -> tuple[list[dict], list[optuna.Study]]:
+    study = _study()
+    level = {"study": study.study_name, "counts": {"complete": n_trials}}
+    return [level], [study]
+
+
+def test_importance_colours_span_the_data_and_few_trials_are_flagged(tmp_path, drawn):
+    levels, studies = _levels(6)
+    hpo_report.plot_importances(levels, studies, tmp_path / "i.png")
+    ax = drawn[0].axes[0]
+    image = ax.get_images()[0]
+    values = [v for row in image.get_array().tolist() for v in row if v is not None]
+    assert image.get_clim() == (0, max(values))  # not 0-1: importances of 0.06-0.26 all read dark
+    assert "6 trials" in ax.get_yticklabels()[0].get_text()
+    assert "noise" in ax.get_title()
+    levels, studies = _levels(12)
+    hpo_report.plot_importances(levels, studies, tmp_path / "j.png")
+    assert "noise" not in drawn[1].axes[0].get_title()
+
+
+def test_best_vs_difficulty_draws_the_median_over_seeds(tmp_path, drawn):
+    """As the population report does: a seed at 0.9 does not pull the point up."""
+    seeds = [0.1, 0.2, 0.9]
+    level = {
+        "knobs": {"modulus": 97},
+        "complexity_bits": 6.6,
+        "chance": 0.01,
+        "metric": "test_accuracy",
+        "baseline": {"seeds": seeds, "median": 0.2},
+        "best": {"seeds": seeds, "median": 0.2},
+    }
+    hpo_report.plot_best_vs_difficulty([level], tmp_path / "b.png")
+    ax = drawn[0].axes[0]
+    ys = [c[0].get_ydata()[0] for c in ax.containers]
+    assert ys == [0.2, 0.2] and all("median" in c.get_label() for c in ax.containers)

@@ -1,6 +1,7 @@
 """The workdir's tables in the tools analyses use, with no join by hand: curves.zarr with member
 coordinates and step as its index (xarray), evals.jsonl rows with level and seed, members.csv
-flat (pandas); and an older curves.zarr layout still reads."""
+flat (pandas); CF units on every metric, a root that names its buckets; and an older curves.zarr
+layout still reads."""
 
 import json
 
@@ -11,6 +12,7 @@ from helpers import member_row
 from jaxcap.core.population import DEFAULT_HPARAMS, Member
 from jaxcap.results import tables
 from jaxcap.results.curves import Curves
+from jaxcap.results.curves import metric_attrs as curves_metric_attrs
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
@@ -97,3 +99,45 @@ def test_an_older_curves_layout_reads_with_coordinates_from_members(tmp_path):
     ds = tables.open_dataset(tmp_path)
     np.testing.assert_allclose(ds.sel(modulus=5, seed=1).val_accuracy.values, [1.1, 1.2, 1.3])
     assert store.curves("b0")[1].shape == (4, 3, 3)  # the loop's own reader too
+
+
+def test_every_metric_carries_cf_units_and_a_long_name(tmp_path):
+    """Loss in nats and entropy in bits no longer look alike: per metric in the store (for a
+    reader of the raw zarr) and as each variable's CF attributes in `open_dataset`, which xarray's
+    plots put on their axes; a metric whose name does not say its units gets none."""
+    store = Store(tmp_path)
+    coords = tables.member_coords(MEMBERS, "", [1.0] * len(MEMBERS))
+    metrics = {"val_loss": np.ones(4), "train_entropy": np.ones(4), "val_accuracy": np.ones(4)}
+    store.append_evals("b0", 10, {**metrics, "gap": np.zeros(4)}, coords)
+    raw = xr.open_zarr(store.curves_path, group="b0")
+    assert list(raw.metric_units.values) == ["nat", "bit", "1", ""]
+    assert raw.step.attrs == {"long_name": "training step", "units": "1"}
+    assert raw.complexity_bits.attrs["units"] == "bit"
+    ds = tables.open_dataset(tmp_path)
+    assert ds.val_loss.attrs == {"long_name": "cross-entropy on the val split", "units": "nat"}
+    assert ds.train_entropy.attrs["units"] == "bit" and ds.val_accuracy.attrs["units"] == "1"
+    assert "units" not in ds.gap.attrs  # in the primary metric's units, which the name does not say
+
+
+def test_metric_units_follow_the_name():
+    names = ["val_long_exact", "val_ood_bits", "test_soft_accuracy", "chunk_loss", "grad_norm"]
+    got = [a.get("units") for a in curves_metric_attrs(names)]
+    assert got == ["1", "bit", "1", "nat", "1"]
+    assert curves_metric_attrs(["val_ood_bits"])[0]["long_name"].endswith(
+        "out-of-distribution validation split"
+    )
+    regress = curves_metric_attrs(["val_loss", "val_nmse"])  # a regression task: squared error
+    assert regress[0] == {"long_name": "mean squared error on the val split", "units": "1"}
+
+
+def test_the_root_of_curves_zarr_opens_and_names_its_buckets(tmp_path):
+    """`xr.open_zarr(curves.zarr)` without `group=` reads the root: its attributes name the
+    buckets and how to open them (buckets differ in members and steps, so no array sits there);
+    `xr.open_datatree` opens every bucket at once."""
+    store = Store(tmp_path)
+    store.append_evals("b0", 10, {"val_loss": np.ones(2)})
+    store.append_evals("b1", 10, {"val_loss": np.ones(3)})
+    root = xr.open_zarr(store.curves_path)
+    assert root.attrs["buckets"] == ["b0", "b1"] and "group=" in root.attrs["open_with"]
+    tree = xr.open_datatree(store.curves_path, engine="zarr")
+    assert tree["b1"].dataset.curves.shape == (3, 1, 1)

@@ -1,8 +1,9 @@
 """Metric writers and the formats other tools read, on one smoke run: TensorBoard event files
-with a run per member named by level and seed, tags named by metric, HParams for the sweep
-views, test written once at the end and a members' table (read back from the files), curves.zarr
-opened by xarray with member coordinates, W&B runs per member wired to a stand-in module, and
-one-line config errors for a writer whose package is missing."""
+with a run per member named by family, level and seed, tags named by metric, HParams for the
+sweep views, two families' runs and tables apart, test written once at the end and a members'
+table (read back from the files), curves.zarr opened by xarray with member coordinates, W&B
+runs per member wired to a stand-in module, and one-line config errors for a writer whose
+package is missing."""
 
 import struct
 import sys
@@ -65,9 +66,9 @@ def _scalars(events) -> dict[str, list[tuple[int, float]]]:
 def test_tensorboard_has_a_run_per_member_named_by_level_and_seed(tracked_run):
     logdir = tracked_run / "tensorboard"
     runs = sorted(str(p.parent.relative_to(logdir)) for p in logdir.rglob("events.out.tfevents.*"))
-    members = [f"modulus={n}/seed{s}" for n in (10, 5, 7) for s in (0, 1)]
+    members = [f"modulo/modulus={n}/seed{s}" for n in (10, 5, 7) for s in (0, 1)]
     assert runs == sorted(["summary", *members])
-    scalars = _scalars(read_events(logdir / "modulus=5" / "seed0"))
+    scalars = _scalars(read_events(logdir / "modulo" / "modulus=5" / "seed0"))
     assert [s for s, _ in scalars["val/accuracy"]] == [10, 20, 30, 40]  # streamed at every eval
     assert {"train/accuracy", "train/loss", "training/grad_norm", "training/gap"} <= set(scalars)
     assert [s for s, _ in scalars["test/accuracy"]] == [40]  # test: once, at the end
@@ -78,7 +79,7 @@ def test_tensorboard_has_a_run_per_member_named_by_level_and_seed(tracked_run):
 def test_tensorboard_runs_carry_hparams_for_the_sweep_views(tracked_run):
     from tensorboardX.proto.plugin_hparams_pb2 import HParamsPluginData
 
-    events = read_events(tracked_run / "tensorboard" / "modulus=7" / "seed1")
+    events = read_events(tracked_run / "tensorboard" / "modulo" / "modulus=7" / "seed1")
     plugin = [
         HParamsPluginData.FromString(v.metadata.plugin_data.content)
         for e in events
@@ -88,6 +89,7 @@ def test_tensorboard_runs_carry_hparams_for_the_sweep_views(tracked_run):
     session = next(p.session_start_info for p in plugin if p.HasField("session_start_info"))
     assert session.hparams["modulus"].number_value == 7 and session.hparams["seed"].number_value == 1
     assert session.hparams["level"].string_value == "modulus=7"
+    assert session.hparams["family"].string_value == "modulo"
     assert session.hparams["learning_rate"].number_value == pytest.approx(2e-3)
     experiment = next(p.experiment for p in plugin if p.HasField("experiment"))
     assert {m.name.tag for m in experiment.metric_infos} >= {"test/accuracy", "val/accuracy", "success"}
@@ -100,8 +102,8 @@ def test_tensorboard_summary_run_holds_config_and_the_members_table(tracked_run)
         v.tag: v.tensor.string_val[0].decode() for e in events for v in e.summary.value if v.tensor.string_val
     }
     assert any(t.startswith("config") for t in texts)
-    table = next(text for t, text in texts.items() if t.startswith("members/b0"))
-    assert "| modulus=5/seed0 | ok | no |" in table and table.count("\n") == 1 + 6
+    table = next(text for t, text in texts.items() if t.startswith("members/modulo/b0"))
+    assert "| modulo/modulus=5/seed0 | ok | no |" in table and table.count("\n") == 1 + 6
 
 
 @pytest.mark.slow
@@ -109,7 +111,7 @@ def test_tensorboard_scalars_match_the_results_store(tracked_run):
     from jaxcap.results.store import Store
 
     rows = [r for r in Store(tracked_run).eval_rows("b0") if r["member"] == 1 and r["step"] == 40]
-    scalars = _scalars(read_events(tracked_run / "tensorboard" / "modulus=5" / "seed1"))
+    scalars = _scalars(read_events(tracked_run / "tensorboard" / "modulo" / "modulus=5" / "seed1"))
     assert dict(scalars["val/accuracy"])[40] == pytest.approx(rows[0]["val_accuracy"], abs=1e-6)
 
 
@@ -150,6 +152,33 @@ def test_tags_and_run_names():
         "dropout": 0.0,
         "bucket": "b1",
     }
+
+
+def test_two_families_in_one_workdir_keep_apart(monkeypatch, tmp_path):
+    """calibrate trains every family into one workdir's tracking, each family's first pass a
+    bucket b0: each family's runs sit under its own prefix, name their family in HParams, keep
+    their own writers and W&B ids, and write their members' tables to tags of their own."""
+    members = [Member(index=0, seed=0, hparams={"learning_rate": 1e-3}, knobs={"n": 2})]
+    modulo = writers.member_runs("b0", members, "", "modulo")
+    labels = writers.member_runs("b0", members, "", "random_labels")
+    assert [modulo[0].name, labels[0].name] == ["modulo/n=2/seed0", "random_labels/n=2/seed0"]
+    assert modulo[0].config["family"] == "modulo" and modulo[0].key != labels[0].key
+    assert [writers.summary_tag(r[0]) for r in (modulo, labels)] == [
+        "members/modulo/b0",
+        "members/random_labels/b0",
+    ]
+    inits = []
+    monkeypatch.setitem(
+        sys.modules,
+        "wandb",
+        types.SimpleNamespace(
+            init=lambda **kw: inits.append(kw) or types.SimpleNamespace(log=lambda *a, **k: None, finish=list)
+        ),
+    )
+    with writers.tracking(smoke(wandb="proj").runtime, tmp_path, {}):
+        for runs in (modulo, labels):
+            writers.active().write_eval(10, {"val_loss": np.array([1.0])}, runs)
+        assert len(inits) == 2 and inits[0]["id"] != inits[1]["id"]
 
 
 def test_wandb_writer_opens_a_run_per_member_grouped_by_workdir(monkeypatch, tmp_path):

@@ -11,8 +11,9 @@ only when the table, the NUTS or validation settings, the reference or the model
 
 Which levels are trained is the data design (`config.calibrate.design`, jaxcap/meta/design.py):
 with `grid = 0` every candidate level of a family (`families/<name>/`); otherwise a coarse pass
-over `grid` levels spanning the candidates (`families/<name>/grid/`), then `rounds` bisection
-passes that add levels where success flips (`families/<name>/boundary<r>/`). How one family's
+over `grid` levels spanning the candidates (`families/<name>/grid/`), then `rounds` boundary
+passes that add levels where success flips (`families/<name>/boundary<r>/`; `design.rule`:
+bisection, or information gain about b*). How one family's
 config is built and validated is jaxcap/experiments/calibrate/config.py.
 """
 
@@ -25,6 +26,7 @@ import json
 from pathlib import Path
 
 import ml_collections
+import numpy as np
 
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate import anchor as calibrate_anchor
@@ -39,6 +41,7 @@ from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta import report as meta_report
 from jaxcap.meta import summary as meta_summary
 from jaxcap.meta import validate as meta_validate
+from jaxcap.meta.boundary_design import information_levels
 from jaxcap.results.store import Store, clean, write_atomic
 
 
@@ -70,18 +73,27 @@ def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
         mine = train_runs(search, root / "grid", cal.runs(name, [values[i] for i in chosen]))
         for r in range(1, design.rounds + 1):
             table = meta_data.load_table(mine)
-            rates = meta_design.level_rates(table, table.families[0])
-            new = meta_design.next_levels(bits, rates, design.per_round)
+            new = _round_levels(design, bits, meta_design.level_counts(table, table.families[0]), r)
             if not new:
-                print(f"== {name}: no flip left to bisect after round {r - 1}", flush=True)
+                why = "no flip left to bisect" if design.rule == "bisection" else "no level worth training"
+                print(f"== {name}: {why} after round {r - 1}", flush=True)
                 break
             picked = [values[i] for i in new]
-            print(f"== {name}: bisection round {r} adds {picked}", flush=True)
+            print(f"== {name}: {design.rule} round {r} adds {picked}", flush=True)
             added = train_runs(search, root / f"boundary{r}", cal.runs(name, picked))
             boundary |= {str(w) for w in added}
             mine += added
         workdirs += mine
     return workdirs, boundary
+
+
+def _round_levels(design: meta_design.Design, bits: list[float], counts: dict, r: int) -> list[int]:
+    """The candidates (indices) boundary round `r` adds, by the design's rule."""
+    if design.rule == "information":
+        trained = meta_design.candidate_counts(bits, counts)
+        seeds = max(n for n, _ in trained.values())  # a round's levels get the grid's seeds
+        return information_levels(np.log(bits), trained, design.per_round, seeds, seed=r)
+    return meta_design.next_levels(bits, {b: k / n for b, (n, k) in counts.items()}, design.per_round)
 
 
 def _stamp(table: meta_data.Table, nuts: meta_fit.NutsSettings, reference: str) -> dict:

@@ -21,7 +21,6 @@ implementation the table is compared with.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -31,6 +30,9 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from absl import flags as absl_flags  # `flags` below builds launch flags
+
+from jaxcap.config import cli
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: configs/ lives beside the package
 CASE = {
@@ -185,16 +187,20 @@ def table(results: dict, seeds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+FLAGS = absl_flags.FlagValues()  # this command's own: importing it defines no global flag
+absl_flags.DEFINE_string("workdir", "runs/capacity_ablation", "Where the rows' runs go.", flag_values=FLAGS)
+absl_flags.DEFINE_integer("seeds", 3, "Seeds per row.", lower_bound=1, flag_values=FLAGS)
+absl_flags.DEFINE_list("rows", [], "Rows to run (default: all), e.g. baseline,positions.", flag_values=FLAGS)
+
+
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", default="runs/capacity_ablation")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--rows", default="", help="comma-separated rows (default: all)")
-    args = parser.parse_args(argv)
-    wanted = [r for r in args.rows.split(",") if r] or [r[0] for r in ROWS]
+    argv = sys.argv[1:] if argv is None else argv
+    cli.parse([cli.prog("experiments.capacity.ablation"), *argv], __doc__, FLAGS)
+    args = FLAGS
+    wanted = list(args.rows) or [r[0] for r in ROWS]
     unknown = set(wanted) - {r[0] for r in ROWS}
     if unknown:
-        parser.error(
+        cli.usage_exit(
             f"--rows: unknown {', '.join(sorted(unknown))}; allowed: {', '.join(r[0] for r in ROWS)}"
         )
     workdir = Path(args.workdir)

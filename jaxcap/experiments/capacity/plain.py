@@ -25,16 +25,19 @@ the 2-core CPU). `tests/experiments/test_capacity_recipe.py` runs it at a tiny s
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from absl import flags
+
+from jaxcap.config import cli
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,15 +176,18 @@ def train(case: Case) -> dict:
     }
 
 
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+for _field in dataclasses.fields(Case):  # one flag per field of the protocol, its default Case's
+    _define = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer, "float": flags.DEFINE_float}[
+        _field.type
+    ]
+    _define(_field.name, _field.default, f"Case.{_field.name} (the module docstring).", flag_values=FLAGS)
+
+
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(Case):
-        if field.type == "bool":
-            parser.add_argument(f"--{field.name}", action="store_true")
-        else:
-            kind = {"int": int, "float": float}[field.type]
-            parser.add_argument(f"--{field.name}", type=kind, default=field.default)
-    print(json.dumps(train(Case(**vars(parser.parse_args(argv))))))
+    argv = sys.argv[1:] if argv is None else argv
+    cli.parse([cli.prog("experiments.capacity.plain"), *argv], __doc__, FLAGS)
+    print(json.dumps(train(Case(**{f.name: FLAGS[f.name].value for f in dataclasses.fields(Case)}))))
 
 
 if __name__ == "__main__":

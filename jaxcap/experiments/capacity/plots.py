@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from jaxcap.reports.figures import new_figure, save_figure
 
 LITERATURE = {"Allen-Zhu & Li 2024": 2.0, "Morris et al. 2025": 3.6}  # bits per parameter
 ALLEN_ZHU_EXPOSURES = {100: 1.0, 1000: 2.0}  # exposures -> bits per parameter, their Figure 1
@@ -40,15 +38,8 @@ def name(a: dict) -> str:
     )
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def plot_exposures(archs: list[dict], path: Path) -> Path:
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4))
+    fig, (left, right) = new_figure((10.5, 5.2), 1, 2)
     for i, a in enumerate(archs):
         points = [p for p in a["exposure_curve"] if p["median"] is not None]
         x = [p["exposures"] for p in points]
@@ -101,19 +92,14 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
     right.set_ylabel("bits per parameter")
     right.set_ylim(0, 4.0)
     fig.suptitle("memorization vs exposures (random data: every bit stored was memorized)", fontsize=9)
-    fig.tight_layout()
     # one legend under both panels: inside, five or more architectures hid the curves
     handles, labels = right.get_legend_handles_labels()
-    fig.legend(
-        handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False
-    )
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=2, frameon=False)
+    return save_figure(fig, path)
 
 
 def plot_curves(archs: list[dict], path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig, ax = new_figure((6.4, 4.6))
     top, bottom = 1.0, np.inf
     for i, a in enumerate(archs):
         color = f"C{i % 10}"
@@ -134,14 +120,14 @@ def plot_curves(archs: list[dict], path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("dataset bits (entropy of the random answers)")
-    ax.set_ylabel("bits stored at the last budget (median over seeds; dots: seeds)")
+    ax.set_ylabel("bits stored at the last budget\n(median over seeds; dots: seeds)")  # one line overran
     ax.set_title("memorization against dataset size: dotted lines are C_mem", fontsize=9)
     ax.legend(fontsize=6, loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = new_figure((6.4, 4.2))
     p = np.array([a["n_params"] for a in archs], np.float64)
     c = np.array([a["c_mem"] for a in archs])
     err = [c - np.array([a["c_min"] for a in archs]), np.array([a["c_max"] for a in archs]) - c]
@@ -168,4 +154,4 @@ def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
     ax.set_ylabel("C_mem (bits)")
     ax.set_ylim(0, max(c.max(), 1.0) * 1.3)
     ax.legend(fontsize=7, loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)

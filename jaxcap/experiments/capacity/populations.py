@@ -4,13 +4,14 @@ Per architecture (`config.sweep.buckets`), round 0's dataset sizes come from
 `capacity.bits_per_param_grid` and its parameter count (or `sweep.task.dataset_size`); every
 size is one population (`size_bucket`): the constant-rate run to the last budget of
 `capacity.exposures`, one annealed run per budget of `capacity.annealed`, and the recipe search
-(recipe.py). All of them draw the round's largest n, so an architecture's sizes share a compiled
-program per schedule. `check` refuses, in one line naming the field, what could not measure
-capacity: a task that is not random data, a sequence task without causal attention, a decay under
-the constant-rate run, a budget `train.steps` cannot reach, a first eval after the last budget,
-and the recipe settings `recipe.check` refuses. What it returns, the plan's `section`, is the
-`capacity` section as a typed `CapacitySettings` (declared once, below) with the one thing that
-still reads the config: the derivation of each size's population.
+(recipe.py). All of them draw the largest n any round may reach (`largest_size`), so an
+architecture's sizes, in every round, share a compiled program per schedule. `check` refuses, in
+one line naming the field, what could not measure capacity: a task that is not random data, a
+sequence task without causal attention, a decay under the constant-rate run, a budget
+`train.steps` cannot reach, a first eval after the last budget, and the recipe settings
+`recipe.check` refuses. What it returns, the plan's `section`, is the `capacity` section as a
+typed `CapacitySettings` (declared once, below) with the one thing that still reads the config:
+the derivation of each size's population.
 """
 
 from __future__ import annotations
@@ -157,12 +158,13 @@ def size_bucket(
     recipe: dict | None = None,
     name: str = "",
 ) -> Bucket:
-    """The population of one dataset size in a round of `sizes`: its task draws the round's
-    largest n, so every size of the round has the same shapes and one compiled program. With a
+    """The population of one dataset size in a round of `sizes`: its task draws the largest n any
+    round may reach, so every size of every round has the same shapes and one compiled program
+    (the extra examples are drawn but neither trained on nor counted). With a
     `recipe`, its hyperparameters replace the `sweep.hparams` grid; with a `budget`, the run is
     annealed: its learning rate decays to 0 when the items have had `budget` exposures."""
     variant = _only(config, label, [size])
-    variant.task.dataset_size = variant.task.max_dataset_size = max(sizes)
+    variant.task.dataset_size = variant.task.max_dataset_size = max(*sizes, largest_size(config, label))
     if recipe is not None:
         variant.hparams.update(recipe)
         variant.sweep.hparams = {k: () for k in variant.sweep.hparams}

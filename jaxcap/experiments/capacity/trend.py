@@ -22,14 +22,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from scipy import stats
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy import stats  # noqa: E402
-
-from jaxcap.experiments.capacity.plots import LITERATURE, _save, name  # noqa: E402
+from jaxcap.experiments.capacity.plots import LITERATURE, name
+from jaxcap.reports.figures import new_figure, save_figure
 
 PER = {"param": "bits per parameter", "body": "bits per non-embedding parameter"}
 
@@ -109,7 +106,7 @@ def trend_lines(archs: list[dict], trend: dict | None) -> list[str]:
 
 
 def plot_size_trend(archs: list[dict], trend: dict, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(6.6, 4.4))
+    fig, ax = new_figure((6.6, 4.4))
     lo_x = np.log10(min(a["n_params"] for a in archs))
     hi_x = np.log10(max(a["n_params"] for a in archs))
     grid = np.linspace(lo_x - 0.1, hi_x + 0.1, 60)
@@ -149,4 +146,4 @@ def plot_size_trend(archs: list[dict], trend: dict, path: Path) -> Path:
         fontsize=9,
     )
     ax.legend(fontsize=7, loc="best")
-    return _save(fig, path)
+    return save_figure(fig, path)

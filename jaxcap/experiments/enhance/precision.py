@@ -20,13 +20,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 
 from jaxcap.models.config import PRECISION_BITS
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from jaxcap.reports.figures import new_figure, save_figure
 
 PRECISION_FIELDS = ("qat_bits", "qat_activations", "param_dtype", "compute_dtype")
 
@@ -64,7 +61,7 @@ def plot_precision(path: Path, points: list[dict], base_bits: int) -> Path | Non
     when the points hold fewer than two precisions."""
     if len({p["bits"] for p in points}) < 2:
         return None
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = new_figure((6.4, 4.4))
     jitter = {}  # two variants at one precision (bfloat16 and a 16-bit run) side by side
     for p in points:
         jitter[p["bits"]] = jitter.get(p["bits"], -1) + 1
@@ -104,10 +101,7 @@ def plot_precision(path: Path, points: list[dict], base_bits: int) -> Path | Non
     ax.set_ylabel("capacity multiplier over the baseline")
     ax.set_title("does capacity scale with H x d_head x precision?", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def format_precision(points: list[dict], base_bits: int) -> str:

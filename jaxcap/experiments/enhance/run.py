@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import matplotlib.ticker
 import ml_collections
 import numpy as np
+from matplotlib.lines import Line2D
 
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate.config import CalibrateSettings
@@ -39,10 +39,8 @@ from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.fields import defaults
 from jaxcap.meta.posterior import load_posterior, summarize
 from jaxcap.meta.report import arch_words
+from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.results.store import Store, write_atomic
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 TARGETS = (1.5, 5.0, 10.0)  # the seed design's multipliers
 
@@ -83,7 +81,7 @@ def multipliers(posterior) -> list[dict]:
 
 def plot_forest(path: Path, rows: list[dict]) -> Path:
     """Multipliers with 50% (thick) and 90% (thin) intervals; 1x and the seed's targets marked."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.5 * len(rows) + 2.2), sharey=True)
+    fig, axes = new_figure((11, 0.5 * len(rows) + 2.4), 1, 2, sharey=True)
     y = np.arange(len(rows))[::-1]
     for ax, key, title in zip(axes, ("multiplier", "per_param"), ("C / C_base", "per parameter")):
         for yi, r in zip(y, rows):
@@ -104,17 +102,12 @@ def plot_forest(path: Path, rows: list[dict]) -> Path:
         ax.set_xlabel("multiplier (log scale; 1x: the baseline)", fontsize=8)
     axes[0].set_yticks(y, [arch_words(r["label"]).replace(", ", ",\n", 2) for r in rows], fontsize=7)
     marks = [
-        plt.Line2D([], [], color="k", marker="o", ls="", ms=4, label="median"),
-        plt.Line2D(
-            [], [], color="C3", marker="o", ls="", ms=4, label="median, target reached (90% above it)"
-        ),
-        plt.Line2D([], [], color="C2", ls=":", label="targets 1.5x, 5x, 10x"),
+        Line2D([], [], color="k", marker="o", ls="", ms=4, label="median"),
+        Line2D([], [], color="C3", marker="o", ls="", ms=4, label="median, target reached (90% above it)"),
+        Line2D([], [], color="C2", ls=":", label="targets 1.5x, 5x, 10x"),
     ]
-    fig.legend(handles=marks, loc="lower center", ncol=3, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    fig.legend(handles=marks, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
+    return save_figure(fig, path)
 
 
 def _ci(s: dict) -> str:

@@ -12,12 +12,16 @@ and round as trial user attributes:
   tags follow the claim in two more lines (a claim whose tags never came is adopted by
   jaxcap/experiments/hpo/rounds.py).
 
-While a worker trains a round, a thread writes each held trial's `heartbeat` (Unix time) every
-`heartbeat_s`. A RUNNING trial whose newest heartbeat (or claim) is older than the grace period
-(`config.runtime.worker_grace_minutes`) belongs to a dead worker: another worker releases it
-(RUNNING -> WAITING, holder cleared; on an RDB storage only if it was not claimed again since)
-and claims it like any waiting trial. Optuna's heartbeat instead fails such a trial and enqueues
-a copy under a new number; a release keeps its number, its drawn parameters and its seeds.
+While a worker trains a round, a thread writes each trial it still holds a `heartbeat` (Unix
+time) every quarter of its grace period (`config.runtime.worker_grace_minutes`, at most every
+minute). The claim records that grace period (`grace_s`) with the trial, because it is the
+holder's promise: a RUNNING trial whose newest heartbeat (or claim) is older than its holder's
+own grace belongs to a dead worker, whatever grace the worker looking at it was started with (a
+worker started with 12 s once took over a live worker's trials, which beat every minute).
+Another worker then releases it (RUNNING -> WAITING, holder cleared; on an RDB storage only if
+it was not claimed again since) and claims it like any waiting trial. Optuna's heartbeat
+instead fails such a trial and enqueues a copy under a new number; a release keeps its number,
+its drawn parameters and its seeds.
 """
 
 from __future__ import annotations
@@ -71,9 +75,14 @@ def _conditional_update(rdb: RDBStorage, trial_id: int, old: dict, new: dict, ta
     return True
 
 
-def claim(study: optuna.Study, trial_id: int, owner: str, round_id: str) -> bool:
-    """Make a waiting trial this worker's (RUNNING, tagged); False when another worker was first."""
+def claim(
+    study: optuna.Study, trial_id: int, owner: str, round_id: str, grace_s: float | None = None
+) -> bool:
+    """Make a waiting trial this worker's (RUNNING, tagged with the holder's grace period when it
+    has one); False when another worker was first."""
     tags = {"worker": owner, "round": round_id, "heartbeat": time.time()}
+    if grace_s is not None:
+        tags["grace_s"] = float(grace_s)
     rdb = _rdb(study)
     if rdb is not None:
         new = {"state": TrialState.RUNNING, "_datetime_start_utc": _utc(datetime.datetime.now())}
@@ -114,10 +123,11 @@ def last_sign_of_life(trial: FrozenTrial) -> float:
 
 def stale(trial: FrozenTrial, owner: str, grace_s: float) -> bool:
     """A RUNNING trial another worker holds (or claimed and died before tagging) and has not
-    beaten for grace_s."""
+    beaten for its holder's grace period (`grace_s`, this worker's, when the claim recorded none)."""
     if trial.state != TrialState.RUNNING or trial.user_attrs.get("worker") in (owner, RELEASED):
         return False
-    return time.time() - last_sign_of_life(trial) > grace_s
+    holder_grace = trial.user_attrs.get("grace_s")
+    return time.time() - last_sign_of_life(trial) > (grace_s if holder_grace is None else holder_grace)
 
 
 def holds(study: optuna.Study, trial_id: int, owner: str) -> bool:
@@ -127,16 +137,21 @@ def holds(study: optuna.Study, trial_id: int, owner: str) -> bool:
 
 
 class Heartbeat:
-    """A thread writing `heartbeat` on every trial in `held` (study, trial id) every `every_s`."""
+    """A thread writing `heartbeat` every `every_s` on every trial in `held` (study, trial id) that
+    `owner` still holds (without an owner: on every one); a trial lost or finished leaves `held`,
+    so a worker never beats for the trial another worker took over."""
 
-    def __init__(self, held: list[tuple[optuna.Study, int]], every_s: float):
-        self.held, self.every_s, self._stop = list(held), every_s, threading.Event()
+    def __init__(self, held: list[tuple[optuna.Study, int]], every_s: float, owner: str | None = None):
+        self.held, self.every_s, self.owner, self._stop = list(held), every_s, owner, threading.Event()
         self._thread = threading.Thread(target=self._run, name="jaxcap-heartbeat", daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             for study, trial_id in list(self.held):
                 try:
+                    if self.owner is not None and not holds(study, trial_id, self.owner):
+                        self.held.remove((study, trial_id))
+                        continue
                     study._storage.set_trial_user_attr(trial_id, "heartbeat", time.time())
                 except UpdateFinishedTrialError:  # told or pruned meanwhile
                     self.held.remove((study, trial_id))

@@ -7,6 +7,12 @@ rounds it no longer resumes and their evals. A round that lost some of its trial
 from its checkpoint (its populations had more members), so its rerun gives the trials it still
 holds back to the queue and claims afresh. Together: every finished trial has its rows in exactly
 one workdir, the one of the worker that told it.
+
+Until that rerun, a killed worker's workdir still holds the rows of a trial it trained but never
+told, which another worker may have trained and told since. So readers count a row only through
+`told_rows`: the rows of finished trials whose holder, when they were told, was this workdir (a
+finished trial's `worker` tag never changes: releases move only RUNNING trials, and a worker tells
+only a trial it still holds).
 """
 
 from __future__ import annotations
@@ -40,6 +46,22 @@ def give_back(studies: list[optuna.Study], owner: str, round_id: str) -> int:
             ):
                 n += 1
     return n
+
+
+def told_rows(rows: list[MemberRow], studies: list[optuna.Study], owner: str | None) -> list[MemberRow]:
+    """The rows of `owner`'s workdir that count: those of trials it told (rows of an unfinished
+    trial, or one another worker told, are left out). `owner` None (a study storage private to
+    the workdir, which only its own worker reaches): every row."""
+    if owner is None:
+        return rows
+    trials = {(s.study_name, t.number): t for s in studies for t in s.get_trials(deepcopy=False)}
+    return [r for r in rows if r.study is None or _counts(trials.get((r.study, r.trial)), owner)]
+
+
+def _counts(trial: optuna.trial.FrozenTrial | None, owner: str) -> bool:
+    if trial is None:  # not a trial of these studies: nothing to judge it by
+        return True
+    return trial.state.is_finished() and trial.user_attrs.get("worker", owner) == owner
 
 
 def forget_lost(store: Store, studies: list[optuna.Study], owner: str, resume: str | None) -> None:

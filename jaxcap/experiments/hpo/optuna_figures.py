@@ -21,8 +21,9 @@ import matplotlib.ticker
 import optuna
 from optuna.trial import TrialState
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from jaxcap.reports.figures import save_figure
+
+MIN_TRIALS_FOR_IMPORTANCE = 10  # below this a parameter's importance is mostly noise
 
 
 def _first_objective(studies: list[optuna.Study]):
@@ -38,10 +39,19 @@ def _first_objective(studies: list[optuna.Study]):
 @contextlib.contextmanager
 def optuna_figure() -> Iterator[None]:
     """Optuna's matplotlib plots switch the whole process to the ggplot style (grey panels, and
-    a colour cycle whose C7 is C0): confine that to the figure being drawn."""
-    with plt.rc_context(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
-        yield
+    a colour cycle whose C7 is C0): confine that to the figure being drawn. They draw through
+    pyplot, the one place jaxcap's figures do (imported here, on use, never at import): each
+    figure it made is closed on the way out, so a notebook never shows or keeps it."""
+    from matplotlib import pyplot as plt
+
+    before = set(plt.get_fignums())
+    try:
+        with matplotlib.rc_context(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ExperimentalWarning; "no complete trials" for an empty study
+            yield
+    finally:
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
 
 
 def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
@@ -59,9 +69,8 @@ def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) ->
         ax.set_title(f"optimization history: {name} per trial (mean over seeds)", fontsize=9)
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.figure.set_size_inches(8.6, 4.2)
-        ax.figure.tight_layout()
-        ax.figure.savefig(path, dpi=110)
-        plt.close(ax.figure)
+        ax.figure.set_layout_engine("constrained")
+        save_figure(ax.figure, path, dpi=110)
     return path
 
 
@@ -100,18 +109,22 @@ def plot_importances_per_study(studies: list[optuna.Study], directory: Path) -> 
         with optuna_figure():
             ax = optuna_plots.plot_param_importances(study, target=target, target_name=name)
             ax.set_title("")
+            done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+            few = done < MIN_TRIALS_FOR_IMPORTANCE
+            noise = f"\nfewer than {MIN_TRIALS_FOR_IMPORTANCE} complete trials: mostly noise" if few else ""
             ax.set_title(
-                f"{study.study_name}\nhyperparameter importance for {name} (PED-ANOVA)",
+                f"{study.study_name} ({done} complete trials)\nhyperparameter importance for {name} "
+                f"(PED-ANOVA){noise}",
                 fontsize=9,
                 loc="left",
+                color="tab:red" if few else "k",
             )
             if ax.get_legend() is not None:
                 ax.get_legend().remove()  # one bar series, named in the title
             ax.figure.set_size_inches(7.0, 4.2)
-            ax.figure.tight_layout()
+            ax.figure.set_layout_engine("constrained")
             path = directory / f"hpo_importance_{re.sub(r'[^A-Za-z0-9_.=-]+', '_', study.study_name)}.png"
-            ax.figure.savefig(path, dpi=110)
-            plt.close(ax.figure)
+            save_figure(ax.figure, path, dpi=110)
         paths.append(path)
     return paths
 

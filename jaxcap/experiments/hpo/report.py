@@ -23,20 +23,23 @@ import math
 import statistics
 from pathlib import Path
 
-import matplotlib
 import ml_collections
 import optuna
 from optuna.trial import TrialState
 
 from jaxcap import tasks
+from jaxcap.experiments.hpo import holdings
 from jaxcap.experiments.hpo import study as study_lib
-from jaxcap.experiments.hpo.optuna_figures import importances, plot_history, plot_importances_per_study
+from jaxcap.experiments.hpo.optuna_figures import (
+    MIN_TRIALS_FOR_IMPORTANCE,
+    importances,
+    plot_history,
+    plot_importances_per_study,
+)
+from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.reports.summary import fmt, fmt_bits, grid
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, write_atomic
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _chosen(study: optuna.Study, config, sign: float) -> optuna.trial.FrozenTrial | None:
@@ -61,20 +64,27 @@ def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> dict | None:
         "values": trial.values,
         "params": trial.params,
         "seeds": seeds,
-        "mean": statistics.fmean(seeds) if seeds else None,
+        "median": statistics.median(seeds) if seeds else None,  # over seeds, as the population report
     }
 
 
+def owner(store: Store, storage: str) -> str | None:
+    """The worker a workdir's trials are tagged with on a shared storage; None on its own one."""
+    return None if study_lib.private(storage) else str(store.root.resolve())
+
+
 def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
-    """One dict per level (study): counts, the baseline trial and the best trial."""
+    """One dict per level (study): counts, the baseline trial and the best trial. Rows are read
+    as `holdings.told_rows` counts them: only those of trials this workdir's worker told."""
     config = ml_collections.ConfigDict(json.loads(store.config_path.read_text()))
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
     sign = 1.0 if spec.higher_is_better else -1.0
-    out, studies, rows = [], [], store.members()
-    for level in study_lib.levels(config):
-        name = study_lib.study_name(config, spec.family, level)
-        study = optuna.load_study(study_name=name, storage=storage)
+    names = [study_lib.study_name(config, spec.family, level) for level in study_lib.levels(config)]
+    studies = [optuna.load_study(study_name=name, storage=storage) for name in names]
+    rows = holdings.told_rows(store.members(), studies, owner(store, config.study.storage))
+    out = []
+    for level, name, study in zip(study_lib.levels(config), names, studies):
         trials = study.get_trials(deepcopy=False)
         knobs = {**task.default_knobs(), **level}
         baseline = next((t for t in trials if t.user_attrs.get("baseline")), None)
@@ -91,7 +101,6 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
                 "best": _result(_chosen(study, config, sign), spec.success_metric),
             }
         )
-        studies.append(study)
     return out, studies
 
 
@@ -118,8 +127,8 @@ def format_table(levels: list[dict], markdown: bool = False) -> str:
                 str(c["complete"]),
                 str(c["pruned"]),
                 str(c["fail"]),
-                fmt(base.get("mean")) if base.get("state") != "fail" else "failed",
-                fmt(best.get("mean")),
+                fmt(base.get("median")) if base.get("state") != "fail" else "failed",
+                fmt(best.get("median")),
                 str(best.get("trial", "—")),
                 *(
                     fmt(best.get("params", {}).get(p), ".3g")
@@ -129,31 +138,43 @@ def format_table(levels: list[dict], markdown: bool = False) -> str:
                 ),
             ]
         )
-    title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (mean over seeds)"
+    title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (median over seeds)"
     if markdown:
         return "\n".join([f"**{title}**", "", *grid(head, lines, markdown=True)]) + "\n"
     return "\n".join([title, *grid(head, lines)])
 
 
+def few_trials(levels: list[dict]) -> list[str]:
+    """The studies whose importances rest on fewer than MIN_TRIALS_FOR_IMPORTANCE complete trials."""
+    return [lv["study"] for lv in levels if lv["counts"]["complete"] < MIN_TRIALS_FOR_IMPORTANCE]
+
+
 def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
-    """Every level's importances side by side (a heatmap: Optuna draws one study at a time)."""
+    """Every level's importances side by side (a heatmap: Optuna draws one study at a time), the
+    colour scale from 0 to the largest importance drawn (on 0-1, the usual 0.05-0.3 all read as
+    dark), each row named with its complete trials, and a warning where they are too few."""
     table = [importances(s) for s in studies]
     params = sorted({p for row in table for p in row})
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(1, len(params)), 0.9 + 0.35 * len(studies)))
+    fig, ax = new_figure((2.4 + 0.9 * max(1, len(params)), 1.5 + 0.35 * len(studies)))
     grid = [[row.get(p, float("nan")) for p in params] for row in table]
-    image = ax.imshow(grid if params else [[float("nan")]], cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
+    image = ax.imshow(grid if params else [[float("nan")]], cmap="viridis", vmin=0, vmax=top, aspect="auto")
+    names = [f"{lv['study']} ({lv['counts']['complete']} trials)" for lv in levels]
     ax.set_xticks(range(len(params)), params, rotation=30, ha="right", fontsize=7)
-    ax.set_yticks(range(len(studies)), [lv["study"] for lv in levels], fontsize=7)
+    ax.set_yticks(range(len(studies)), names, fontsize=7)
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
             if not math.isnan(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="w" if v < 0.6 else "k")
-    fig.colorbar(image, ax=ax, fraction=0.05)
-    ax.set_title("hyperparameter importance (PED-ANOVA; blank: < 3 complete trials)", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+                dark = v < 0.6 * top
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="w" if dark else "k")
+    fig.colorbar(image, ax=ax, fraction=0.05, label="importance")
+    title = "hyperparameter importance (PED-ANOVA; colour: 0 to the largest; blank: < 3 complete trials)"
+    if few_trials(levels):
+        title += (
+            f"\nfewer than {MIN_TRIALS_FOR_IMPORTANCE} complete trials: these importances are mostly noise"
+        )
+    ax.set_title(title, fontsize=8, color="tab:red" if few_trials(levels) else "k")
+    return save_figure(fig, path, dpi=110)
 
 
 BASELINE_COLOR, TUNED_COLOR = "tab:orange", "tab:blue"  # named, not C-indices: no style can merge them
@@ -161,27 +182,27 @@ BASELINE_COLOR, TUNED_COLOR = "tab:orange", "tab:blue"  # named, not C-indices: 
 
 def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
     """The success metric vs complexity: baseline hyperparameters vs the best trial (seed range)."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = new_figure((6.4, 4.2))
     for key, label, color, dx in (
         ("baseline", "baseline hyperparameters", BASELINE_COLOR, -0.03),
         ("best", "tuned (best trial)", TUNED_COLOR, 0.03),
     ):
         pts = [lv for lv in levels if lv[key] and lv[key]["seeds"]]
         xs = [lv["complexity_bits"] + dx for lv in pts]
-        means = [lv[key]["mean"] for lv in pts]
+        medians = [lv[key]["median"] for lv in pts]
         err = [
-            [m - min(lv[key]["seeds"]) for m, lv in zip(means, pts)],
-            [max(lv[key]["seeds"]) - m for m, lv in zip(means, pts)],
+            [m - min(lv[key]["seeds"]) for m, lv in zip(medians, pts)],
+            [max(lv[key]["seeds"]) - m for m, lv in zip(medians, pts)],
         ]
         ax.errorbar(
             xs,
-            means,
+            medians,
             yerr=err if pts else None,
             fmt="o",
             color=color,
             capsize=2,
             ms=4,
-            label=f"{label}: mean (min-max) over seeds",
+            label=f"{label}: median (min-max) over seeds",
         )
     ordered = sorted(levels, key=lambda lv: lv["complexity_bits"])
     ax.plot(
@@ -205,10 +226,7 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
     ax.set_ylabel(f"{levels[0]['metric'] if levels else 'metric'} (test)")
     ax.set_title("with and without hyperparameter optimization (trials chosen on val)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def hpo_report(store: Store) -> list[Path]:
@@ -227,15 +245,21 @@ def hpo_report(store: Store) -> list[Path]:
         desc="hpo report",
     )
     figures += plot_importances_per_study(studies, out)
-    improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["mean"] is not None]
+    improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["median"] is not None]
     sign = 1.0 if levels and levels[0]["higher_is_better"] else -1.0
-    gains = [sign * (lv["best"]["mean"] - lv["baseline"]["mean"]) for lv in improved]
+    gains = [sign * (lv["best"]["median"] - lv["baseline"]["median"]) for lv in improved]
     note = (
         f"Tuning changed {levels[0]['metric']} by {statistics.median(gains):+.3f} (median over "
-        f"{len(gains)} levels; positive = better than the baseline hyperparameters)."
+        f"{len(gains)} levels of each level's median over seeds; positive = better than the baseline "
+        "hyperparameters)."
         if gains
         else "No level has both a finished baseline and a best trial."
     )
+    if few_trials(levels):
+        note += (
+            f" Importances of {', '.join(few_trials(levels))} rest on fewer than "
+            f"{MIN_TRIALS_FOR_IMPORTANCE} complete trials: read them as noise."
+        )
     images = "\n".join(f"![{p.stem}]({p.name})" for p in figures)
     table = format_table(levels, markdown=True)
     text = f"# {store.root.name}: hyperparameter search\n\n{table}\n{note}\n\n{images}\n"

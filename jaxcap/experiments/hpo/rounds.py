@@ -28,20 +28,24 @@ from jaxcap.experiments.hpo import claims
 Trials = list[tuple[int, FrozenTrial]]  # (level, trial)
 
 
-def claim(study: optuna.Study, n: int, owner: str, round_id: str) -> list[FrozenTrial]:
-    """Up to n waiting trials of `study`, now RUNNING and tagged as this worker's round, each in
-    one atomic claim (jaxcap/experiments/hpo/claims.py)."""
+def claim(
+    study: optuna.Study, n: int, owner: str, round_id: str, grace_s: float | None = None
+) -> list[FrozenTrial]:
+    """Up to n waiting trials of `study`, now RUNNING and tagged as this worker's round (with its
+    grace period, when it shares the storage), each in one atomic claim
+    (jaxcap/experiments/hpo/claims.py)."""
     trials = []
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
         if len(trials) >= n:
             break
-        if claims.claim(study, frozen._trial_id, owner, round_id):
+        if claims.claim(study, frozen._trial_id, owner, round_id, grace_s):
             trials.append(study._storage.get_trial(frozen._trial_id))
     return trials
 
 
 def release_stale(studies: list[optuna.Study], owner: str, grace_s: float) -> int:
-    """Give back to the queue the RUNNING trials of workers silent for grace_s (dead)."""
+    """Give back to the queue the RUNNING trials of workers silent past their own grace period
+    (grace_s for a claim that recorded none): dead."""
     released = 0
     for study in studies:
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -144,7 +148,8 @@ def next_trials(
     """(round, its trials, whether it was left by a killed run). A round that trained nothing yet
     (no bucket `r<round>g*` in `trained`) is filled up to `batch` trials per level, so a kill
     in the middle of claiming resumes to the round an uninterrupted run claims. Trials of dead
-    workers (silent for grace_s) go back to the queue first."""
+    workers (silent past their grace period) go back to the queue first; this worker's claims
+    record its own grace_s."""
     used = used_rounds(trained)
     left = leftover_round(studies, owner, private, used)
     round_id, trials = left if left is not None else (next_round(studies, owner, used), [])
@@ -153,7 +158,7 @@ def next_trials(
             release_stale(studies, owner, grace_s)
         for level, study in enumerate(studies):
             have = sum(lv == level for lv, _ in trials)
-            trials += [(level, t) for t in claim(study, batch - have, owner, round_id)]
+            trials += [(level, t) for t in claim(study, batch - have, owner, round_id, grace_s)]
     return round_id, sorted(trials, key=lambda lt: (lt[0], lt[1].number)), left is not None
 
 

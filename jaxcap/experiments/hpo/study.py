@@ -7,7 +7,9 @@ is the baseline: the config's own hyperparameters), and recorded as the study's 
 `budget`. A worker claims waiting trials exactly as `Study.ask` pops enqueued ones — an atomic
 RUNNING transition in the storage — but never creates new ones, so any number of workers on one
 storage finish the budget with no trial run twice and none beyond it (jaxcap/experiments/hpo/rounds.py). A
-larger `n_trials` on an existing study extends its budget; a smaller one is refused.
+larger `n_trials` on an existing study extends its budget; a smaller one is refused. A study
+records the config its trials are trained with, and refuses a worker of another config
+(jaxcap/experiments/hpo/fingerprint.py).
 
 [1] Akiba et al. 2019, "Optuna", arXiv:1907.10902.
 [2] Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization" (TPE), NeurIPS.
@@ -31,6 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from jaxcap.config.search_space import Param, StudySettings, baseline_params, parse_space
 from jaxcap.config.storage import storage_file
+from jaxcap.experiments.hpo import fingerprint
 from jaxcap.fields import ConfigError, from_section
 
 
@@ -56,11 +59,17 @@ def check(config: ml_collections.ConfigDict) -> Sweep:
     return Sweep(study, tuple(parse_space(config.search)), tuple(levels(config)), config.sweep.seeds, config)
 
 
+def private(spec: str) -> bool:
+    """Whether a storage spec names the workdir's own file ('' or 'journal'): no other worker
+    reaches it, so nothing is claimed from or taken over by one."""
+    return spec in ("", "journal")
+
+
 def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
     """'' -> sqlite study.db in the workdir; 'journal' -> study.log there; an RDB URL; a path
     ending in .db (SQLite) or .log (journal file, the simplest choice for several workers). The
     folder of a file (a path, a sqlite URL) is created."""
-    if spec in ("", "journal"):
+    if private(spec):
         spec = str(Path(root).resolve() / ("study.log" if spec == "journal" else "study.db"))
     file = storage_file(spec)  # checked writable by validate (jaxcap.config.storage)
     if file is not None:
@@ -207,6 +216,7 @@ def _open_study(
             study_name=name, storage=storage, directions=directions(config.study, higher_is_better)
         )
         created = True
+        fingerprint.check(created_study, config)  # first: a worker that sees the budget sees it
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             created_study.set_metric_names(metric_names(config.study, select_metric))
@@ -214,7 +224,9 @@ def _open_study(
         created = False
     pruner, sampler = make_pruner(config.study, config.train), make_sampler(config.study, config.seed, i, 0)
     study = optuna.load_study(study_name=name, storage=storage, pruner=pruner, sampler=sampler)
-    if created or not _budget_appears(study):  # the creator queues it (or was killed first)
+    budget_queued = created or _budget_appears(study)
+    fingerprint.check(study, config)  # a worker of another config is refused before it trains
+    if created or not budget_queued:  # the creator queues it (or was killed first)
         if config.study.baseline:
             study.enqueue_trial(
                 baseline_params(config, parse_space(config.search)), user_attrs={"baseline": True}

@@ -12,6 +12,9 @@ parameters stop changing. Under vmap a frozen member's step is still computed an
 so pruning saves compute only where the engine allows it: when every member of a bucket is
 frozen or diverged, the bucket stops. A trial whose member diverged is told FAIL; the others
 are told the mean over seeds, with the spread as user attributes.
+
+What a round tells its studies, and only for the trials it still holds:
+jaxcap/experiments/hpo/telling.py.
 """
 
 from __future__ import annotations
@@ -22,42 +25,20 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import ml_collections
-import numpy as np
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
-from optuna.trial import TrialState
 
 from jaxcap import tasks
 from jaxcap.config import plan as plan_lib
 from jaxcap.config.plan import Bucket, train_settings
 from jaxcap.config.search_space import suggest
 from jaxcap.core.population import Member
-from jaxcap.experiments.hpo import claims, holdings, rounds
+from jaxcap.experiments.hpo import claims, holdings, rounds, telling
 from jaxcap.experiments.hpo import study as study_lib
-from jaxcap.results.records import Cursor, MemberRow
+from jaxcap.experiments.hpo.telling import Slot
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
-
-
-@dataclasses.dataclass
-class Slot:
-    """One trial of a round: its level, study and trial, its values, and its members."""
-
-    level: int
-    study: optuna.Study
-    number: int
-    trial: optuna.Trial | None  # None when it finished before a resume (pruned or told)
-    hparams: dict[str, float]
-    model: dict[str, Any]
-    reported: set[int]
-    members: list[int] = dataclasses.field(default_factory=list)
-
-    @property
-    def finished(self) -> bool:
-        return self.trial is None
 
 
 def _slot(level: int, study: optuna.Study, frozen: optuna.trial.FrozenTrial, space) -> Slot:
@@ -100,72 +81,6 @@ def make_bucket(sweep: study_lib.Sweep, name: str, model: dict, slots: list[Slot
     return plan_lib.make_bucket(variant, name, label, task, members, settings)
 
 
-def make_on_eval(slots: list[Slot], spec, study_cfg, final_step: int):
-    """Report each trial's seed-mean objective; freeze and tell PRUNED what the pruner prunes."""
-
-    def on_eval(cursor: Cursor, host: dict[str, np.ndarray]) -> np.ndarray:
-        frozen = np.asarray(cursor.is_frozen(len(host["diverged"])), bool)
-        step = cursor.step
-        for slot in slots:
-            idx = slot.members
-            if slot.finished:  # pruned before a resume: keep it frozen
-                frozen[idx] = True
-                continue
-            per_seed = [
-                study_lib.member_values({k: v[i] for k, v in host.items()}, spec, study_cfg) for i in idx
-            ]
-            if study_cfg.objective == "multi" or any(
-                v is None or host["diverged"][i] for v, i in zip(per_seed, idx)
-            ):
-                continue  # Optuna prunes single-objective trials only; diverged trials FAIL at the end
-            try:
-                if step not in slot.reported:
-                    slot.trial.report(float(np.mean([v[0] for v in per_seed])), step)
-                    slot.reported.add(step)
-                if step < final_step and slot.trial.should_prune():
-                    slot.study.tell(slot.trial, state=TrialState.PRUNED)
-                    slot.trial = None
-                    frozen[idx] = True
-            except UpdateFinishedTrialError:  # released and told by another worker meanwhile
-                slot.trial = None
-                frozen[idx] = True
-        return frozen
-
-    return on_eval
-
-
-def _all_stopped(cursor: Cursor) -> bool:
-    diverged = np.asarray(cursor.last["diverged"]) > 0
-    inactive = np.asarray(cursor.is_frozen(len(diverged)), bool) | diverged
-    return bool(inactive.all())
-
-
-def tell(slots: list[Slot], rows: list[MemberRow], spec, study_cfg) -> dict[str, int]:
-    """Tell every unfinished trial its seed-aggregated values (or FAIL); count the outcomes."""
-    counts = {"complete": 0, "fail": 0}
-    for slot in slots:
-        if slot.finished:
-            continue
-        members = [rows[i] for i in slot.members]
-        per_seed = [study_lib.member_values(r.final, spec, study_cfg) for r in members]
-        try:
-            if any(r.status == "diverged" for r in members) or any(v is None for v in per_seed):
-                diverged = [r.seed for r in members if r.status == "diverged"]
-                slot.trial.set_user_attr("diverged_seeds", diverged)
-                slot.study.tell(slot.trial, state=TrialState.FAIL)
-                counts["fail"] += 1
-            else:
-                values, attrs = study_lib.aggregate(per_seed, [r.final for r in members], spec)
-                for key, value in attrs.items():
-                    slot.trial.set_user_attr(key, value)
-                slot.study.tell(slot.trial, values)
-                counts["complete"] += 1
-        except UpdateFinishedTrialError:  # released and told by another worker in the meantime
-            pass
-        slot.trial = None
-    return counts
-
-
 def plan_round(plan: plan_lib.Plan, studies, round_id: str, trials) -> list[tuple[Bucket, list[Slot]]]:
     """The buckets of one round: its trials grouped by their shape-changing suggestions. Trial by
     trial, its suggestions are drawn once (jaxcap/experiments/hpo/rounds.py) before its slot records them."""
@@ -203,19 +118,12 @@ def run_round(plan: plan_lib.Plan, store: Store, studies, round_id: str, trials,
                 rows = [dataclasses.replace(r, study=study[r.member]) for r in rows]
                 store.add_member_rows(rows)
         else:
-            on_eval = make_on_eval(group, spec, sweep.study, bucket.settings.steps)
+            on_eval = telling.make_on_eval(group, spec, sweep.study, bucket.settings.steps, owner)
             with bucket.numerics():
-                rows = train_bucket(bucket, store, plan.runtime, stop_fn=_all_stopped, on_eval=on_eval)
+                rows = train_bucket(bucket, store, plan.runtime, stop_fn=telling.all_stopped, on_eval=on_eval)
         rows = sorted(rows, key=lambda r: r.member)
-        lost = [s for s in group if not s.finished and not claims.holds(s.study, s.trial._trial_id, owner)]
-        for slot in lost:  # its rows leave members.jsonl at the next round (holdings.forget_lost)
-            print(
-                f"[round {round_id}] {slot.study.study_name} trial {slot.number}: released to another "
-                "worker (this one was silent past the grace period); not told",
-                flush=True,
-            )
-            slot.trial = None
-        counts = tell(group, rows, spec, sweep.study)
+        # a lost trial's rows leave members.jsonl at the next round (holdings.forget_lost)
+        counts = telling.tell(group, rows, spec, sweep.study, owner)
         pruned = sum(r.status == "pruned" for r in rows) // sweep.seeds
         print(
             f"[round {round_id}] told {counts['complete']} complete, {pruned} pruned, "
@@ -232,7 +140,7 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
     `plan.section` is the `Sweep` of an hpo config (`jaxcap.run.prepare` builds the plan)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sweep, owner = plan.section, str(store.root.resolve())
-    private = sweep.study.storage in ("", "journal")  # in the workdir: no other worker sees it
+    private = study_lib.private(sweep.study.storage)
     grace_s = None if private else 60.0 * plan.runtime.worker_grace_minutes
     [bucket] = plan.buckets  # the config's own shape (hpo refuses config.sweep.buckets)
     spec = bucket.task.spec
@@ -263,8 +171,8 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
             if others:
                 if not waiting:
                     print(
-                        f"waiting for {len(others)} trial(s) other workers hold (taken over if they "
-                        f"stay silent {plan.runtime.worker_grace_minutes:g} min)",
+                        f"waiting for {len(others)} trial(s) other workers hold (taken over if their "
+                        "workers stay silent past their own grace period)",
                         flush=True,
                     )
                 waiting = True
@@ -276,17 +184,20 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
         n_rounds, waiting = n_rounds + 1, False
         start = time.time()
         held = [(studies[level], t._trial_id) for level, t in trials if not t.state.is_finished()]
-        beat = contextlib.nullcontext() if private else claims.Heartbeat(held, min(60.0, grace_s / 4))
+        beat = contextlib.nullcontext() if private else claims.Heartbeat(held, min(60.0, grace_s / 4), owner)
         with beat:
             run_round(plan, store, studies, round_id, trials, owner)
         print(f"[round {round_id}] {time.time() - start:.0f} s", flush=True)
     return studies
 
 
-def write_best_trials(store: Store, levels: list[dict]) -> Path:
-    """best_trials.jsonl: the members.jsonl rows of each level's best trial (this workdir's)."""
+def write_best_trials(
+    store: Store, levels: list[dict], studies: list[optuna.Study], owner: str | None
+) -> Path:
+    """best_trials.jsonl: the members.jsonl rows of each level's best trial, if this workdir's
+    worker told it (`holdings.told_rows`: another worker's workdir has the rows that count)."""
     best = {(lv["study"], lv["best"]["trial"]) for lv in levels if lv["best"]}
-    chosen = [r for r in store.members() if (r.study, r.trial) in best]
+    chosen = [r for r in holdings.told_rows(store.members(), studies, owner) if (r.study, r.trial) in best]
     path = store.root / "best_trials.jsonl"
     write_atomic(path, "".join(json.dumps(clean(r.to_json()), sort_keys=True) + "\n" for r in chosen))
     return path
@@ -299,8 +210,8 @@ def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[dict]:
 
     start, before = time.time(), len(store.member_rows())
     run_sweep(plan, store)
-    levels, _ = hpo_report.summarize(store)
-    write_best_trials(store, levels)
+    levels, studies = hpo_report.summarize(store)
+    write_best_trials(store, levels, studies, hpo_report.owner(store, plan.section.study.storage))
     written = hpo_report.hpo_report(store)
     print(hpo_report.format_table(levels), flush=True)
     added = len(store.member_rows()) - before  # a finished rerun trains nothing: say so

@@ -1,0 +1,54 @@
+"""How many XLA programs a command compiles, and what they cost: one JSON document.
+
+    python -m jaxcap.count_compiles --config configs/capacity.py:smoke --workdir /tmp/cap
+    python -m jaxcap.count_compiles --cache /tmp/cold --config configs/calibrate.py:smoke ...
+
+Runs `python -m jaxcap.launch` with the given arguments in this process, counting every program
+handed to XLA (compiled, or read from the persistent cache: jaxcap/core/compiles.py), and prints
+{"programs", "compile_s", "wall_s", "cpu_s", "by_name", "exit"}. `--cache DIR` points the
+persistent compilation cache at DIR first (an empty DIR: a cold run, whose compile seconds are the
+real cost; the program count is the same cold or warm). Before/after tables in docs/engine.md
+are two such runs of the same command at two commits. Nothing here asserts a number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--cache"]:
+        if len(argv) < 2:
+            print("jaxcap.count_compiles: --cache needs a directory", file=sys.stderr)
+            return 2
+        os.environ["JAXCAP_CACHE"] = argv[1]
+        argv = argv[2:]
+    if not any(a == "--config" or a.startswith("--config=") for a in argv):
+        print("jaxcap.count_compiles: usage: [--cache DIR] --config CONFIG [launch flags]", file=sys.stderr)
+        return 2
+    from jaxcap import launch  # after JAXCAP_CACHE is set: the launch reads it
+    from jaxcap.core import compiles
+
+    start, cpu = time.perf_counter(), time.process_time()
+    code = 0
+    with compiles.counting() as log:
+        try:
+            launch.console(["jaxcap.launch", *argv])
+        except SystemExit as e:  # absl's app.run ends with sys.exit
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    result = {
+        **log.as_json(),
+        "wall_s": round(time.perf_counter() - start, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+        "exit": code,
+    }
+    print(json.dumps(result), flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

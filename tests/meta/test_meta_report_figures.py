@@ -1,0 +1,70 @@
+"""The meta-model's first screen and figures at smoke size: a design whose scores repeat another's
+(every held-out level a grid level) is shown once under the reader's words, the losses are one
+line per design under one header, and a held-out cell with no success is drawn at 0."""
+
+import matplotlib.figure
+import pytest
+
+from jaxcap.meta import report as meta_report
+from jaxcap.meta import scorecard
+
+BINS = [{"predicted": 0.2, "observed": 0.0}, {"predicted": 0.8, "observed": 1.0}]
+
+
+def _scores(meta_brier: float) -> dict:
+    def method(brier):
+        return {"brier": brier, "log_loss": 3 * brier, "reliability": BINS}
+
+    return {
+        "meta_model": method(meta_brier),
+        **{b: method(0.01) for b in scorecard.BASELINES},
+        "n_rows": 12,
+        "n_cells": 6,
+    }
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    figures = []
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "savefig",
+        lambda fig, *a, **k: figures.append(fig) if fig not in figures else None,
+    )
+    return figures
+
+
+def test_repeated_designs_are_shown_once_and_losses_are_one_line_each():
+    levels = _scores(0.03)
+    scores = {"levels": levels, "levels:grid": dict(levels), "top": _scores(0.02)}
+    assert list(scorecard.distinct(scores)) == ["held-out levels (= grid levels)", "held-out top levels"]
+    lost = scorecard.losses(scores)
+    assert len(lost) == 2  # was one line per design and baseline: 12 at smoke size
+    assert lost[0].startswith(
+        "held-out levels (= grid levels): Brier 0.0300 vs 0.0100, log loss 0.0900 vs 0.0300"
+    )
+    assert lost[0].endswith("(base rate, family intercepts, pooled logistic, per-family logistic)")
+    assert scorecard.losses({"levels": _scores(0.001)}) == []
+
+
+def test_calibration_has_one_panel_per_distinct_design_in_words(tmp_path, drawn):
+    levels = _scores(0.03)
+    valid = {"scores": {"levels": levels, "levels:grid": dict(levels), "top": _scores(0.02)}}
+    meta_report.plot_calibration(tmp_path / "calibration.png", valid)
+    titles = [ax.get_title() for ax in drawn[0].axes]
+    assert titles == ["held-out levels (= grid levels)", "held-out top levels"]
+    labels = drawn[0].axes[0].get_legend_handles_labels()[1]
+    assert "meta-model" in labels and "base rate" in labels and "meta_model" not in labels
+
+
+def test_heldout_draws_a_cell_with_no_success_at_zero(tmp_path, drawn):
+    cells = [
+        {"p_mean": 0.1, "p_lo90": 0.0, "p_hi90": 0.3, "successes": 0, "trials": 2},
+        {"p_mean": 0.9, "p_lo90": 0.7, "p_hi90": 1.0, "successes": 2, "trials": 2},
+    ]
+    valid = {"folds": [{"kind": "levels", "cells": cells}, {"kind": "top", "cells": cells}]}
+    meta_report.plot_heldout(tmp_path / "heldout.png", valid)
+    ax = drawn[0].axes[0]
+    ys = sorted({float(y) for c in ax.containers for y in c[0].get_ydata()})
+    assert ys == [0.0, 1.0]  # not nudged to -0.02 to tell the fold kinds apart (markers do)
+    assert ax.get_ylim()[0] < 0.0
