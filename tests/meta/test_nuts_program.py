@@ -72,7 +72,7 @@ truth = meta_simulate.default_truth(n_levels=4)
 rows, _ = meta_simulate.simulate_rows(truth, seeds=2, rng=np.random.default_rng(0))
 data, obs = cell_data(meta_data.build_table(rows), 0)
 data = {k: np.asarray(v) for k, v in data.items()}
-keys = jax.random.split(jax.random.key(0), NUTS.chains)
+keys = jax.random.key_data(jax.random.split(jax.random.key(0), NUTS.chains))  # key data, as run_nuts passes
 with jax.enable_x64(True):
     a = meta_fit._chains_on_devices(keys, data, np.asarray(obs, np.float64), NUTS)
     b = meta_fit._chains_in_turn(keys, data, np.asarray(obs, np.float64), NUTS)
