@@ -2,7 +2,7 @@
 saturation, with the recipe that stores the most (docs/capacity.md).
 
     python -m jaxcap.launch --config configs/capacity.py            # 2-core CPU: 26 CPU-minutes
-    python -m jaxcap.launch --config configs/capacity.py:smoke      # ~2 CPU-min cold (4 compiles); the tests
+    python -m jaxcap.launch --config configs/capacity.py:smoke      # 12 programs cold (docs/engine.md); the tests
     python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics (3 of them: 8 CPU-min)
     python -m jaxcap.launch --config configs/capacity.py:scale      # the size trend, 1.3k-14k parameters
     python -m jaxcap.launch --config configs/capacity.py:labels     # random labels instead of tokens
