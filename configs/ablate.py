@@ -19,8 +19,7 @@ weight, with the line the precision term predicts) and the one-vs-two-layer tabl
 HPO on vs off: `:hpo` (`:hpo_smoke` for a test) tunes learning rate, weight decay and warmup
 with one Optuna study per level and variant instead of the fixed setting; compare its
 enhance.md with the default run's (jaxcap/experiments/enhance/variants.py). `:hpo` costs about 8x the
-default (≈ 4 h on the 2-core CPU); with 2 variants and 4 trials per level (18 min) the tuned C was
-1.90x [0.78, 4.69] the untuned one: no evidence of change.
+default (measured: docs/configs.md#configsablatepy).
 """
 
 from jaxcap.config.base import parse_arg

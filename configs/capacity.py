@@ -1,9 +1,9 @@
 """Memorization capacity in bits: how much uniformly random data each architecture stores at
 saturation, with the recipe that stores the most (docs/capacity.md).
 
-    python -m jaxcap.launch --config configs/capacity.py            # 2-core CPU: 26 CPU-minutes
-    python -m jaxcap.launch --config configs/capacity.py:smoke      # 12 programs cold (docs/engine.md); the tests
-    python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics (3 of them: 8 CPU-min)
+    python -m jaxcap.launch --config configs/capacity.py            # about an hour on a 2-core CPU
+    python -m jaxcap.launch --config configs/capacity.py:smoke      # the tests; programs: docs/engine.md
+    python -m jaxcap.launch --config configs/capacity.py:precision  # 5 numerics
     python -m jaxcap.launch --config configs/capacity.py:scale      # the size trend, 1.3k-14k parameters
     python -m jaxcap.launch --config configs/capacity.py:labels     # random labels instead of tokens
     python -m jaxcap.launch --config configs/capacity.py:full       # accelerator: up to the seed baseline
@@ -21,18 +21,7 @@ plateaued. The model recipe (RECIPE_MODEL: learned positions, N(0, 0.02²) token
 the sqrt(d) multiplier; β2 0.999 by default) is what the ablation showed stores the most
 (`python -m jaxcap.experiments.capacity.ablation`).
 
-Measured on the 2-core CPU (2026-11-27; shared with three other jobs, load average 9-13):
-25.4 CPU-minutes (user) + 1.0 (system), 54 min wall. The search chose lr 0.02, init 0.5 for
-both. At saturation (annealed 8,000 exposures; median [min-max over 3 seeds]): 1,883
-[1,879-1,940] bits = 1.87 bits/param (1,008 params; +3.0 % over 4,000 -> 8,000) and 2,475
-[2,422-2,539] = 1.93 bits/param (1,280 params; +1.2 %), both sizes plateaued: two capacities.
-Per non-embedding parameter 3.10 and 2.81 bits. `:scale` (1.3k-14k parameters, annealed to 1,000
-and 2,000 exposures): 49.5 CPU-minutes, 82 min wall shared; 1.72 / 2.02 / 2.39 / 1.95 bits per
-parameter, three of them lower bounds (docs/capacity.md, "The size trend"). `:precision`: float64
-0.999, int8 QAT 0.947, int4 QAT 0.634 x float32. `:full` (annealed 1,000 and 2,000 exposures, 14k
-parameters to the 1.59M-parameter seed baseline, hours on an accelerator) has not been run
-whole; cut to the 4,080-parameter model and annealed to 16,000 exposures it gave a capacity of
-2.15 bits/param in 138 s on an H200 (2026-11-28, docs/capacity.md "On an H200").
+Measured times and results: docs/configs.md#configscapacitypy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

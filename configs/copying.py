@@ -15,11 +15,9 @@ expected to fail or degrade: absolute positions generalize poorly in length (Zho
 arXiv:2310.16028).
 
 Default: a small model (2 layers, d_model 32, 4 heads x 8, d_ff 64), batch 32, 1,500 steps;
-`:full` trains the seed baseline on lengths up to 64. Measured on the 2-core CPU (shared with
-other jobs, so timings are noisy): 138 s (4.5 min under heavy load); L = 2, 4, 8 are learned
-(val exact 1.000 / 0.999 / 0.994), L = 12 and 16 fall short (0.94 and 0.90 exact, 0.99
-per token); out of length nothing transfers: val_long exact 0.06 for L = 2 and ~0 beyond,
-val_long per-token accuracy 0.28-0.47.
+`:full` trains the seed baseline on lengths up to 64.
+
+Measured times and results: docs/configs.md#configscopyingpy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

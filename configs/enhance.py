@@ -1,7 +1,7 @@
 """Capacity enhancements: each variant's effective capacity as a multiplier over the baseline.
 
     python -m jaxcap.launch --config configs/enhance.py          # 2-core CPU
-    python -m jaxcap.launch --config configs/enhance.py:smoke    # 1 family, 2 variants: ~2 CPU-min; tests
+    python -m jaxcap.launch --config configs/enhance.py:smoke    # 1 family, 2 variants; the tests'
     python -m jaxcap.launch --config configs/enhance.py:full     # the seed baseline, accelerator
     python -m jaxcap.launch --config configs/enhance.py:combos   # + combinations of the best variants
 
@@ -18,8 +18,7 @@ calibrate.search='optuna', which gives every variant its own studies).
 `:combos` runs the baseline, the BEST single variants and every combination of two and of all
 three (override strings joined with commas, checked by `jaxcap.experiments.enhance.variants.combine`: model
 fields only once each), 8 variants in one fit: the multiplier of a combination next to those of
-its parts shows whether gains compose (2-core CPU: 16 min; rotary + RMSNorm 1.64x [1.24, 2.83]
-is the highest median, rotary alone 1.24x [1.03, 1.71]; none reaches 1.5x with 90% credibility).
+its parts shows whether gains compose (measured: docs/configs.md#configsenhancepy).
 Any other list is one override away, e.g.
     --config.calibrate.architectures="('', 'model.pos_encoding=rotary,model.norm_type=rms')"
 The report adds memorized bits and bits per parameter per variant (from the random-label runs),

@@ -14,12 +14,9 @@ at 1.0 long before val accuracy jumps.
 The seed design's setting (p = 97, train fraction 0.5, S_5 with 120 elements) can need >10k
 steps per operation, so it is `:full`. The default is sized for a 2-core CPU and still groks:
 p = 47 and S_4 (24 elements), train fraction 0.7, 1 layer, d_model 64, 4 heads x 16, d_ff 256,
-lr 3e-3, batch 128, 2,500 steps. Measured on the 2-core CPU on 2026-11-26 while other jobs
-kept the load average at 11-16 (timings are noisy): 232-400 s wall (the engine before issue 19:
-360-851 s in the same sitting, alternating); each bucket prints its training rate and where its
-time went (eval 1-4%, checkpoints under 1%). Steps to 0.99 val accuracy (table column): mul
-650, add 850, div 1,450 (both seeds), sub 1,500 (one seed of two); S_4 memorizes (train
-accuracy 1.0 by step 200) but does not reach 0.99 val accuracy in 2,500 steps (0.91 and 0.10).
+lr 3e-3, batch 128, 2,500 steps.
+
+Measured times and results: docs/configs.md#configsgrokkingpy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

@@ -28,14 +28,8 @@ last 10% of each of those plays, val_ood the Roman plays and romances (another d
 the headline number is val bits per character.
 
 Small models (d_model 32, or 64 for Shakespeare) so the defaults finish in minutes on a CPU.
-Measured on the 2-core CPU under heavy load from other jobs (load average 12-15; an idle
-machine is several times faster): default 1,054 s, orders 1 and 2 learned (excess 0.002 and
-0.021 bits/token), order 3 at 0.20, order 4 at 0.82 (chance 0.87). `:pcfg` 1,175 s, depths
-1-4 learned (excess <= 0.016), depth 6 at 0.17, depth 8 at 0.29. `:shakespeare` 1,023 s, val
-2.30-2.33 bits/char in domain (accuracy 0.52), 2.47-2.49 bits/char on the Roman plays and
-romances (val_ood). `:hmm` (load 4-5) 380 s wall: every K learned, excess 0.002-0.003 (K = 2),
-0.007 (4), 0.010-0.015 (8), 0.025-0.028 (16; 1,308 bits; chance 0.62); with
-`'--config.sweep.task.states=(32,64)'` (181 s) still 0.034-0.036 at K = 64 (17k bits).
+
+Measured times and results: docs/configs.md#configslanguagepy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

@@ -1,6 +1,6 @@
 """x mod N with one Optuna study per N: does tuning move the level where accuracy falls?
 
-    python -m jaxcap.launch --config configs/modmod_hpo.py          # 2-core CPU: 10-25 minutes
+    python -m jaxcap.launch --config configs/modmod_hpo.py          # 2-core CPU: tens of minutes
     python -m jaxcap.launch --config configs/modmod_hpo.py:smoke    # seconds; used by the tests
     python -m jaxcap.launch --config configs/modmod_hpo.py:full     # seed design scale, accelerator
 
@@ -18,11 +18,8 @@ seed) and report/hpo.md with the optimization histories, importances and best va
 and without HPO.
 
 Default: 8 trials per N for 1,000 steps; the seed design's 50-100 trials x 3-5 seeds is `:full`.
-Measured on a 2-core CPU shared with other jobs (load ~7; 25.7 min wall, 12.4 min of CPU), val
-accuracy, baseline -> best trial (mean of 2 seeds): N = 10: 1.00 -> 1.00, 13: 0.07 -> 0.08,
-40: 1.00 -> 1.00, 80: 0.54 -> 0.54 (the baseline stayed best), 97: 0.01 -> 0.42 (seeds 0.10 and
-0.73; learned positions, lr 3e-3), 160: 0.23 -> 0.25. Tuning lifts the prime 97 off chance; the
-ordering of the levels (divisors of 10^k easy, other N hard) does not change.
+
+Measured times and results: docs/configs.md#configsmodmod_hpopy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

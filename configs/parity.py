@@ -12,10 +12,9 @@ SGD needs ~n^k steps and that progress is hidden (loss flat, then a sudden drop)
 dynamics figure (report/dynamics.png) shows jumps rather than smooth curves.
 
 Default: a small model (2 layers, d_model 32, 4 heads x 8, d_ff 128) for 2,000 steps, because
-the CPU is slow; `:full` trains the seed baseline on n = 32 for 20k steps. Measured on the
-2-core CPU (shared with other jobs, so timings are noisy): 141 s (7 min under heavy load);
-k = 1, 2 reach val accuracy 1.000 by 250 / 500 steps, k = 3 reaches 0.98 (one seed hits 0.99 at
-1,500 steps after a flat loss at ln 2 until ~1,000), k = 4, 5, 6 stay at chance (0.50).
+the CPU is slow; `:full` trains the seed baseline on n = 32 for 20k steps.
+
+Measured times and results: docs/configs.md#configsparitypy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

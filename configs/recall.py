@@ -16,10 +16,8 @@ small n. The complexity is n · log2 16 bits.
 Positions are learned (the task never needs positions beyond training): in our CPU trials the
 two-layer model found the induction circuit about twice as fast with learned as with
 sinusoidal positions. `:full` trains the seed baseline on up to 32 pairs over 64 symbols.
-Measured on the 2-core CPU (shared with other jobs, so timings are noisy): 103 s; one layer
-learns n = 1 only (n = 2, 3, 4: 0.54, 0.39, 0.33, the 1/n guess among the values in context);
-two layers learn n = 1, 2 (1.000) and, for one seed of two, n = 3 and 4 (1.000 and 0.996 by
-2,500 steps; the other seed is still on the 1/n plateau, medians 0.71 and 0.67).
+
+Measured times and results: docs/configs.md#configsrecallpy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

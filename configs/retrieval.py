@@ -17,13 +17,9 @@ encoding (the target is permutation invariant) and a mean readout.
 bucket per n = 3 … 12 (n is the sequence length), complexity log2 C(n, 3) bits; theory
 predicts that a fixed-size model fails as n grows (the answer depends on three tokens at once).
 
-Small models (d_model 32 / 64) so the defaults finish in minutes on a CPU. Measured on the
-2-core CPU (shared with other jobs, so timings are noisy), default: 200 s; 1 head learns
-k <= 2 (NMSE 0.004, 0.064) and plateaus at 0.12-0.14 for k >= 3; 4 heads learn every k <= 8,
-degrading gradually (0.004, 0.012, 0.023, 0.048, 0.058, 0.083): heads matter (5x lower NMSE
-at k = 3), but the transition is not sharp at k = heads at this size and budget (a 2-layer,
-4-head model reached NMSE <= 0.04 for every k <= 8). `:triangle`: 146 s; NMSE grows steadily
-with n: 0.001, 0.036, 0.059, 0.090 for n = 3 … 6 (learned), 0.147 for n = 8, 0.220 for n = 12.
+Small models (d_model 32 / 64) so the defaults finish in minutes on a CPU.
+
+Measured times and results: docs/configs.md#configsretrievalpy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

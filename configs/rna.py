@@ -15,15 +15,10 @@ positions with bidirectional attention and predicts '.', '(' or ')' at each. Com
 per-position label entropy summed over positions (rna.py); success: val exact match >= 0.9.
 
 Default: 2 layers, d_model 64, 4 heads x 16, d_ff 128; 4,096 training sequences per level,
-batch 32, 1,500 steps. Measured on the 2-core CPU (shared, so noisy): 6.0 min wall (labelling
-33 s of it, cached afterwards). Only L = 12 / GC 0.5 is "learned" (val exact 0.957), and that
-is the all-'.' guess (chance 0.966): no level beats chance on exact match. Per position the
-model does learn something (val accuracy 0.78-0.98 vs 0.60-0.98 for the input-blind guess; the
-gain grows with GC: +0.18 at L = 20, GC 0.9). Base-pair F1 0.96 / 0.90 / 0.78 at L = 12 and
-0.67 / 0.39 / 0.31 at L = 20 (GC 0.5 / 0.7 / 0.9); out of length it falls to 0.56-0.06.
-More data and steps do help: L = 12, GC 0.9 with 16,384 sequences and 6,000 steps reaches val
-exact 0.84 (chance 0.75) and is still rising (2.6 min for one member).
+batch 32, 1,500 steps.
 Without viennarna, add --config.task.folding=nussinov (base-pair maximization: another target).
+
+Measured times and results: docs/configs.md#configsrnapy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

@@ -19,21 +19,9 @@ Amazon review snippets and scored in domain (`val_*`) and on tweets and NYT edit
 
 Default: a small model (2 layers, d_model 32, 4 heads x 8, d_ff 64), fresh sentences every step
 (a stream), 2,000 steps of batch 32; `:vader` uses d_model 64 (4 heads x 16, d_ff 128), dropout
-0.1, weight decay 0.01, 1,500 steps of batch 64. Measured on the 2-core CPU, heavily shared
-(load 12-16, so wall times are pessimistic; CPU time in brackets):
-- default: 14.3 min wall (5.0 min user CPU). val_bayes_fraction (2 seeds) for levels 0 … 6 (8.0,
-  8.8, 9.4, 11.8, 19.1, 32.5, 45.1 bits): 1.000, 0.991-0.997, 0.992-0.993, 0.991-0.995 (learned,
-  by 250, 500-750, 750-1,000, 1,000 steps), then 0.935-0.945, 0.825-0.870, 0.823-0.838. Highest
-  level learned: 3 (stacked modifiers, 11.8 bits). Bayes accuracies 0.95-0.98.
-- `--config.task.negation_rate=0.5`: 26.5 min wall (4.9 min user CPU, a heavier load). Level 1
-  becomes the hard case: with a negator right before the word in half the sentences a word's
-  polarity is uncorrelated with the label (an XOR, as in parity), so the loss stays flat; one
-  seed jumped to 0.944 at 1,500-2,000 steps, the other stayed at 0.507. Levels 0, 2, 3 are
-  learned (1.000, 0.991-0.998, 0.992-0.993); 4, 5, 6 reach 0.89-0.91, 0.72-0.74, 0.72-0.74.
-- `:vader`: 23.8 min wall (4.3 min user CPU). In domain (movies + Amazon val) accuracy 0.76-0.79,
-  macro F1 the same; cross-domain (tweets + NYT) accuracy 0.58-0.60 (macro F1 0.58-0.60; tweets
-  0.60, NYT 0.58-0.60; majority class 0.56) while train accuracy reaches 0.96: the model
-  overfits its domains and transfers little. VADER's own rule scores 0.80 on the same set.
+0.1, weight decay 0.01, 1,500 steps of batch 64.
+
+Measured times and results: docs/configs.md#configssentimentpy.
 """
 
 from jaxcap.config.base import base_config, parse_arg

@@ -8,14 +8,10 @@
     python -m jaxcap.bench --cost                       # XLA's flops and bytes per model-step (any backend)
     python -m jaxcap.bench --probe --models grok --sizes 256   # fresh processes, one suspect each
 
-Prints one JSON document: for each model and population size P, the compile time, model-steps
-per second as one population, model-steps per second for the same P members trained one after
-another by the P = 1 program in the same process, and their ratio; the GEMM implementations
-the compiled step uses and a probe of the float32 matmul precision in effect. `--cost` prints
-XLA's own accounting of one step instead (jaxcap/benchmarks/cost.py), `--probe` the same
-benchmark in fresh processes under each suspected cause of a slowdown
-(jaxcap/benchmarks/probe.py), `--study` Optuna trials per minute (jaxcap/benchmarks/study.py).
-Nothing here asserts a speed; tests never time anything.
+Prints one JSON document per model and population size P: compile time, model-steps/s as one
+population and one member after another, and their ratio. Nothing here asserts a speed.
+
+Details: docs/design.md#jaxcapbenchpy.
 """
 
 from __future__ import annotations

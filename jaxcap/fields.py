@@ -170,28 +170,6 @@ def check_tree(path: str, config: Any, schema: dict) -> None:
             rule(f"{path}.{key}", value)
 
 
-# A batch drawn with replacement from a finite train split only repeats its examples beyond this
-# many times its size (and costs memory for nothing): larger batches are refused.
-BATCH_REPEATS = 16
-
-
-def check_sizes(config, task) -> None:
-    """Thresholds within the metric's range, a batch size within reach of the train split."""
-    if task.spec.metric in ("accuracy", "exact"):  # fractions of examples
-        for name in ("train_threshold", "val_threshold"):
-            if config.eval[name] > 1:
-                raise ConfigError(
-                    f"config.eval.{name}: got {config.eval[name]}; allowed: at most 1 (a fraction: the "
-                    f"task's metric is {task.spec.metric})"
-                )
-    n_train = task.split_sizes()[0]
-    if not task.is_stream and config.train.batch_size > BATCH_REPEATS * n_train:
-        raise ConfigError(
-            f"config.train.batch_size: got {config.train.batch_size}; allowed: at most {BATCH_REPEATS} x "
-            f"the {n_train} train examples ({BATCH_REPEATS * n_train}): a larger batch only repeats them"
-        )
-
-
 def check_runtime(runtime) -> None:
     """The processes of one run: a coordinator to join them, and ids below their count; the
     package of each enabled metric writer (jaxcap.training.writers), which the core install leaves out."""

@@ -8,16 +8,7 @@ default workdir is derived from the command (runs/<config>[_<variant>][_<hash of
 `config.runtime` overrides left out: they do not change results, and the processes of one
 distributed run differ only there), so rerunning the same command resumes the same run.
 
-The workdir's writer lock is taken first, from the arguments alone, before absl, ml_collections
-or JAX is imported: a second launch on a busy workdir is refused in the time Python takes to
-start (docs/reliability.md). Every input problem — a
-config value or a config file that does not parse, a workdir that is a file or is written by
-another process, a corrupt file in it, an unwritable cache, a full disk, a population that
-diverged — ends the launch with one line (`--debug` shows the traceback instead); an unexpected
-error keeps its traceback.
-
-`--create_studies` only creates the Optuna studies of an hpo config on `config.study.storage`
-and exits: run it once before starting several workers on one storage (jaxcap.experiments.hpo.study).
+Details: docs/design.md#jaxcaplaunchpy.
 """
 
 from __future__ import annotations
@@ -193,7 +184,7 @@ def main(argv: list[str]) -> None:
     from jaxcap.run import run  # after flag parsing: importing JAX is slow
 
     # what the imports made lives as long as the process: the collector's passes during tracing
-    # skip it (a warm `configs/modmod.py:smoke` launch 11.4 CPU-s, not 12.4; 2-core CPU, 2026-11-28)
+    # skip it (what it saves: docs/tests.md#compile-levels-measured)
     gc.freeze()
 
     if "--verbosity" not in " ".join(sys.argv) and "-v" not in sys.argv:
@@ -286,16 +277,16 @@ def one_line(error: Exception) -> str | None:
 
 def create(config, workdir: Path) -> None:
     """--create_studies: the studies of every level with their budgets, nothing trained."""
-    from jaxcap.config.base import validate
+    from jaxcap.config.base import build_plan
     from jaxcap.experiments.hpo.study import create_studies
 
     if "study" not in config:
         raise ConfigError(f"--create_studies: a {config.experiment!r} config has no Optuna study")
-    validate(config)
+    plan = build_plan(config)
     if config.study.storage in ("", "journal"):
         print(f"note: storage {config.study.storage!r} is private to workdir {workdir}; workers share")
         print("      studies through one storage: --config.study.storage=PATH.log or an RDB URL")
-    for line in create_studies(config, Path(workdir)):
+    for line in create_studies(plan, Path(workdir)):
         print(line, flush=True)
 
 

@@ -4,27 +4,11 @@
     python -m jaxcap.predict --posterior runs/calibrate --task parity --complexity 8 --arch a0
     python -m jaxcap.predict --posterior runs/calibrate --task parity --level 3 --arch d_model=128 --json
 
-For each query level of family F: P(learned), the success rate of runs of the architecture on a
-level of that difficulty, as its posterior median with 50% and 90% credible intervals (the
-posterior mean is shown too, labelled "mean"), and every fitted family's boundary b* = C/θ with
-its interval. A level is a value of the family's level field (`--level`, e.g. modulo's modulus)
-or its difficulty covariate in bits (`--complexity`): the unit of the fit, which is the task's
-nominal complexity_bits (log2 N, n log2 K, ...) except where jaxcap/meta/difficulty.py names a
-structural covariate (modulo: lookup_bits, the size of the table the answer depends on). Every
-line names the covariate and its value next to the nominal bits. A query outside the covariate
-range the family was fitted on prints an extrapolation warning with that range. A level that was
-fitted uses its fitted level effect; a new one draws a fresh effect from its family's level
-spread; a level the task does not allow (parity k = 20 with n = 16) or a complexity outside what
-the family's task can produce is an error naming the range. A family outside the fit is
-predicted from the family population, labelled so, and refused while the fit has fewer than
-meta_splits.MIN_FAMILIES families. A family appended by a pilot run (configs/pilot.py) is
-answered like a fitted one, and says how many pilot levels and runs it rests on.
+For each query level of family F: P(learned) with its 50% and 90% credible intervals and every
+fitted family's boundary b* = C/θ. A level is a value of the family's level field or its
+difficulty covariate in bits; a query outside the fitted range is flagged as an extrapolation.
 
-`--arch` takes a label (`a0`) or model fields matched exactly against the fitted architectures
-(`d_model=64,n_heads=4`): an unknown field is an error; fields that match several fitted
-architectures are an error listing them; fields that match none describe a new architecture
-(the other fields from the fitted ones, which must agree on them), whose C comes from the
-regression of log C on the architecture covariates. Without `--arch` every fitted architecture.
+Details: docs/design.md#jaxcappredictpy.
 """
 
 from __future__ import annotations
@@ -40,29 +24,30 @@ from jaxcap.meta.arch_query import QueryError, parse_value, resolve_arch  # noqa
 from jaxcap.meta.difficulty import COVARIATES, checked_level_bits, covariate_name, nominal_level_bits
 from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability
 from jaxcap.meta.posterior import Posterior, load_posterior, summarize
+from jaxcap.meta.posterior_meta import PosteriorMeta
 from jaxcap.meta.splits import MIN_FAMILIES
 
 
 def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: list[float]) -> list[dict]:
     """Query points [{"bits", "level": fitted level index or None, "label"}] of one family."""
     meta, f = posterior.meta, posterior.family_index(family)
-    info = meta["family_info"][f] if f is not None else None
-    levels = [(i, lv) for i, lv in enumerate(meta["levels"]) if lv["family"] == f]
+    info = meta.family_info[f] if f is not None else None
+    levels = [(i, lv) for i, lv in enumerate(meta.levels) if lv.family == f]
     points = []
     for text in values:
-        if info is None or info["field"] is None:
+        if info is None or info.field is None:
             raise QueryError(
                 f"--level: {family} is not a fitted family with one level field; use --complexity"
             )
-        field = info["field"]
-        like = levels[0][1]["fields"][field]
+        field = info.field
+        like = levels[0][1].fields[field]
         value = parse_value(text, like)
         try:
-            b = checked_level_bits(family, info["fixed"], field, value)
+            b = checked_level_bits(family, info.fixed, field, value)
         except ValueError as e:
             raise QueryError(f"--level {field}={text}: {e}") from None
-        seen = [i for i, lv in levels if lv["fields"][field] == value]
-        nominal = nominal_level_bits(family, info["fixed"], field, value)
+        seen = [i for i, lv in levels if lv.fields[field] == value]
+        nominal = nominal_level_bits(family, info.fixed, field, value)
         points.append(
             {
                 "bits": b,
@@ -72,17 +57,17 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
             }
         )
     for b in bits:
-        rng = info["bits_range"] if info else None
+        rng = info.bits_range if info else None
         if rng and not rng[0] * (1 - 1e-9) <= b <= rng[1] * (1 + 1e-9):
             raise QueryError(
                 f"--complexity {b:g}: outside what {family} can be with its fixed fields "
-                f"({info['field']} in [{info['values_range'][0]}, {info['values_range'][1]}]): "
+                f"({info.field} in [{info.values_range[0]}, {info.values_range[1]}]): "
                 f"allowed: {rng[0]:.4g} to {rng[1]:.4g} bits"
             )
-        seen = [i for i, lv in levels if np.isclose(lv["bits"], b, rtol=1e-9)]
-        label = meta["levels"][seen[0]]["label"] if len(seen) == 1 else f"{b:g} bits"
+        seen = [i for i, lv in levels if np.isclose(lv.bits, b, rtol=1e-9)]
+        label = meta.levels[seen[0]].label if len(seen) == 1 else f"{b:g} bits"
         # the nominal bits of a complexity: known for a fitted level, or where they are the covariate
-        nominal = meta["levels"][seen[0]]["complexity_bits"] if len(seen) == 1 else None
+        nominal = meta.levels[seen[0]].complexity_bits if len(seen) == 1 else None
         if nominal is None and family not in COVARIATES:
             nominal = b
         points.append(
@@ -94,17 +79,17 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
 def fitted_range(posterior: Posterior, family: str) -> tuple[str, list[float] | None]:
     """(covariate name, [min, max] of the covariate over the family's fitted levels, or None)."""
     f = posterior.family_index(family)
-    levels = [lv for lv in posterior.meta["levels"] if lv["family"] == f]
+    levels = [lv for lv in posterior.meta.levels if lv.family == f]
     if not levels:
         return covariate_name(family), None
-    bits = [lv["bits"] for lv in levels]
-    return levels[0].get("covariate", "complexity_bits"), [min(bits), max(bits)]
+    bits = [lv.bits for lv in levels]
+    return levels[0].covariate or "complexity_bits", [min(bits), max(bits)]
 
 
 def check_family(posterior: Posterior, family: str, new_family: bool = True) -> None:
     """A family outside the fit must be asked for as one (`--new-family`: a typo is not a new
     family), and is refused while the fit has too few families to say anything about it."""
-    fitted = posterior.meta["families"]
+    fitted = posterior.meta.families
     if family not in fitted and not new_family:
         raise QueryError(
             f"--task {family}: not a fitted family; allowed: {', '.join(fitted)}, or --new-family to "
@@ -134,7 +119,7 @@ def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, s
     if arch["index"] is not None:
         bstar = boundary_bits(d)[:, arch["index"], :]
     else:
-        log_c = new_arch_log_c(d, np.asarray(arch["x"]), len(meta["archs"]), rng)
+        log_c = new_arch_log_c(d, np.asarray(arch["x"]), len(meta.archs), rng)
         bstar = np.exp(log_c[:, None] - d["log_theta"])
     return {
         "arch": arch["label"],
@@ -155,15 +140,17 @@ def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, s
             for i, pt in enumerate(points)
         ],
         "fitted_range": span,
-        "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta["families"])},
+        "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta.families)},
         "pilot": pilot_basis(meta, family),
     }
 
 
-def pilot_basis(meta: dict, family: str) -> dict | None:
+def pilot_basis(meta: PosteriorMeta, family: str) -> dict | None:
     """A pilot-appended family's basis (jaxcap/experiments/pilot): its pilot levels, runs, base fit."""
-    pilot = meta.get("pilot") or {}
-    return {k: pilot[k] for k in ("pilots", "runs", "ess", "base")} if pilot.get("family") == family else None
+    pilot = meta.pilot
+    if pilot is None or pilot.family != family:
+        return None
+    return {"pilots": pilot.pilots, "runs": pilot.runs, "ess": pilot.ess, "base": pilot.base}
 
 
 def _extrapolation(name: str, bits: float, span: list[float] | None) -> str | None:
@@ -178,10 +165,10 @@ def _extrapolation(name: str, bits: float, span: list[float] | None) -> str | No
 
 def _print(posterior: Posterior, results: list[dict]) -> None:
     meta = posterior.meta
-    ref = meta["families"][meta["reference"]]
-    print(f"families {', '.join(meta['families'])} (θ_{ref} = 1, C in bits of {ref})")
+    ref = meta.families[meta.reference]
+    print(f"families {', '.join(meta.families)} (θ_{ref} = 1, C in bits of {ref})")
     # a boundary is in its family's covariate (the unit of its --complexity), named on its line
-    covariates = {meta["families"][lv["family"]]: lv.get("covariate") for lv in meta["levels"]}
+    covariates = {meta.families[lv.family]: lv.covariate for lv in meta.levels}
     for r in results:
         where = "in the fit" if r["family_in_fit"] else "NOT in the fit: predicted from the family population"
         print(f"{r['arch']} | task {r['family']} ({where})")

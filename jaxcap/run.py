@@ -1,8 +1,8 @@
 """`run(config, workdir)`: the whole experiment, whatever it is.
 
 `launch.py` is only flags around it, so tests and notebooks call the same function. It checks
-the config and the devices before the first write, building the run's typed `Plan` once (what
-the experiment is handed), takes the workdir's writer lock, records the
+the config and the devices before the first write, parsing the config once into the run's typed
+`Plan` (what the experiment is handed), takes the workdir's writer lock, records the
 config, and hands over to the experiment named by `config.experiment` (resolved on use from
 jaxcap.config.registry). A finished run says so and only prints its summary again.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import ml_collections
 
-from jaxcap.config.base import checked_plan
+from jaxcap.config.base import build_plan
 from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, resolve, setup
 from jaxcap.core import compiles, sharding
@@ -46,9 +46,9 @@ def run(config: ml_collections.ConfigDict, workdir: str):
 
 
 def prepare(config: ml_collections.ConfigDict) -> Plan:
-    """The run's plan, built once before anything is written: the config validated into typed
-    buckets, the experiment's own checks (its checked section rides along), the devices."""
-    plan = checked_plan(config)  # its section: what the experiment's registry check returns
+    """The run's plan, built once before anything is written: the config parsed into typed
+    buckets and the experiment's own typed section, then checked against the devices."""
+    plan = build_plan(config)
     check_devices(plan)
     return plan
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19's accelerator check. Prints one JSON document and writes it to
+# The engine's accelerator check. Prints one JSON document and writes it to
 # $OUT/device_check_19_<part>.json (the raw output of every step goes to $OUT/device_check_19.log).
 #
 #   1. here (CPU machine, network):  bash launch/device_check_19.sh wheels
@@ -11,7 +11,7 @@
 #        run(command="bash launch/device_check_19.sh full", carry=[".whl"], timeout_s=360)   # <= 6 min
 #      (`all` runs both parts in one command, for a machine without the 10-minute limit).
 #
-# What it measures (issue 19, "Done when", accelerator):
+# What it measures (the engine's accelerator targets):
 #   grok_bfloat16, grok_float32      grok model (422k params, batch 512) at P = 256, bfloat16 compute,
 #                                    and float32 at the backend's matmul precision (TF32): targets
 #                                    >= 30,000 and >= 20,000 model-steps/s

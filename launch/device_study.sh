@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28: the seed's study at full scale on one accelerator, in two device commands.
+# The seed's study at full scale on one accelerator, in two device commands.
 #
 #   1. here (CPU machine, network), once:  bash launch/device_study.sh wheels
 #      downloads what the device image lacks (ml-collections, optuna and its needs, arviz and its
@@ -13,18 +13,17 @@
 #      then the page). `two` writes the results page into $OUT:
 #      <date>-<device>.md, .json and one figure per part (copy them into docs/results/). `all`
 #      runs both in one command. A session whose device time does not cover both runs the parts
-#      the latest page lacks (the 2026-11-27 H100 page: `two`); the page marks the others "not run".
+#      the latest page lacks (docs/results/README.md lists the pages); the page marks the others "not run".
 #   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
-#      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; 104 s
-#      in the test suite on the 2-core CPU, 2026-11-28, compiles dominating; each part's timeout
-#      is wall time). Its page is labelled and goes to $OUT (default /tmp/device_study_out),
+#      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; its
+#      time in the test suite: docs/tests.md; each part's timeout is wall time). Its page is labelled and goes to $OUT (default /tmp/device_study_out),
 #      never into docs/results/.
 #
-# Parts (docs/results/README.md): speed (the issue 19 bench: grok P = 256 in bfloat16 and TF32,
+# Parts (docs/results/README.md): speed (the accelerator bench: grok P = 256 in bfloat16 and TF32,
 # the seed baseline P = 256 in bfloat16), grokking (configs/grokking.py:full), capacity (two
 # architectures larger than the CPU ones), calibrate (configs/calibrate.py:device: the seed
 # baseline on three families, reduced levels). Each part's predicted time
-# (jaxcap.benchmarks.device_time, refitted to the 2026-11-27 H100 run) is printed beside its
+# (jaxcap.benchmarks.device_time, refitted to the first H100 run) is printed beside its
 # measured wall time; each part's stderr is kept in $STUDY/NAME.log, so a part stopped by its
 # timeout still shows on the page what it had finished.
 # Needs: a CUDA jax with flax/optax/numpyro/orbax/tensorstore (the device image) and .whl/ from
@@ -79,9 +78,8 @@ else
     --config.capacity.max_rounds=1 --config.train.chunk_steps=200
     "--config.note=the device study: two architectures (4,080 and 14,288 params), sizes 2-8 x params, one round")
   CAL=(configs/calibrate.py:device)  # C only: no held-out fits
-  # seconds; measured on the H100 2026-11-27: speed runs 42, 41 and > 50 (its compile and 2 x 3
-  # timed chunks), grokking 197; capacity 179, calibrate 217 (:device, NUTS on the GPU 70 s of it;
-  # on the H200, 2026-11-28, with NUTS on the host CPU: 159 s, NUTS 24.6 s)
+  # seconds: each part's measured time on the H100 and H200 pages (docs/results/README.md) with
+  # a margin
   T_RUNS=(45 45 75) T_GROK=${T_GROK:-230} T_CAP=${T_CAP:-220} T_CAL=${T_CAL:-250}  # env overrides: more margin
 fi
 

@@ -9,16 +9,12 @@ from pathlib import Path
 CACHE = Path(__file__).resolve().parents[1] / ".jax_cache"
 os.environ.setdefault("JAXCAP_CACHE", str(CACHE))  # also seen by launch subprocesses
 # LLVM -O2, not XLA's default -O3, for the tests' CPU programs (launch subprocesses inherit it):
-# a trade of run time for compile time that pays on a cold cache (a clean clone, CI). On the
-# 2-core CPU, 2026-11-27: a cold `configs/grokking.py:smoke` 28-29 s instead of 40-44 s; the fast
-# tier 6:40 instead of 8:08 cold but 3:20 instead of 2:45 warm; the whole suite from a clean
-# clone 29.6 min instead of 36. The cache keys include the flag, so the two never share an
-# entry. Runs outside the tests keep -O3. Likewise XLA's older loop emitters instead of its fusion
-# emitters: 13-15 % less CPU for tests/models/test_models.py + tests/core/test_learning.py on a
-# cold cache (138-142 -> 120 CPU-s, 2-core CPU, 2026-11-28), every test passing unchanged.
-# And LLVM -O0 for the programs a bucket runs once or once per eval (data, baselines, evaluate;
-# `jaxcap.core.runtime.few_options`), whose cost in a test is all compile: a cold
-# `configs/modmod.py:smoke` launch 22-23 CPU-s instead of 28-29 (2-core CPU, 2026-11-28).
+# a trade of run time for compile time that pays on a cold cache (a clean clone, CI). The cache
+# keys include the flag, so the two never share an entry; runs outside the tests keep -O3.
+# Likewise XLA's older loop emitters instead of its fusion emitters, every test passing
+# unchanged. And LLVM -O0 for the programs a bucket runs once or once per eval (data, baselines,
+# evaluate; `jaxcap.core.runtime.few_options`), whose cost in a test is all compile.
+# What each saves: docs/tests.md#compile-levels-measured.
 os.environ.setdefault("JAXCAP_XLA_FEW_LEVEL", "0")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     fast_compile = "--xla_backend_optimization_level=2 --xla_cpu_use_fusion_emitters=false"

@@ -20,7 +20,7 @@ import pytest
 from helpers import ENV, HOLD, ROOT
 from helpers import MODMOD_SMOKE as SMOKE
 
-from jaxcap.config.base import load_config
+from jaxcap.config.base import build_plan, load_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.experiments.population import identity
 from jaxcap.launch import one_line
@@ -103,7 +103,9 @@ def storage_with_budget(n: int) -> Callable[[Path], Path]:
     def make(tmp: Path) -> Path:
         from jaxcap.experiments.hpo.study import create_studies
 
-        create_studies(hpo(**{"study.storage": str(tmp / "shared.log"), "study.n_trials": n}), tmp)
+        create_studies(
+            build_plan(hpo(**{"study.storage": str(tmp / "shared.log"), "study.n_trials": n})), tmp
+        )
         return tmp / "w"
 
     return make
@@ -283,7 +285,7 @@ def test_a_sqlite_url_into_a_missing_folder_creates_it_as_a_path_does(tmp_path):
 
     c = hpo(**{"study.storage": f"sqlite:///{tmp_path / 'new' / 'folder' / 'study.db'}"})
     validate(c)
-    assert len(open_studies(c, tmp_path / "w", "modulo", True)) == 3
+    assert len(open_studies(build_plan(c).section, tmp_path / "w", "modulo", True)) == 3
     assert (tmp_path / "new" / "folder" / "study.db").is_file()
 
 

@@ -80,7 +80,7 @@ def posterior():
 
 
 def test_a_fitted_level_uses_its_effect(posterior):
-    assert [lv["label"] for lv in posterior.meta["levels"][2:4]] == ["modulus=5", "modulus=16"]
+    assert [lv.label for lv in posterior.meta.levels[2:4]] == ["modulus=5", "modulus=16"]
     a0 = predict.resolve_arch(posterior, "a0")[0]
     seen = predict.resolve_levels(posterior, "modulo", ["5"], [])
     assert seen[0]["level"] == 2 and seen[0]["bits"] == pytest.approx(5 * math.log2(5))
@@ -142,7 +142,7 @@ def test_arch_matching_and_json(posterior, monkeypatch, capsys):
 
 
 def test_output_names_the_covariate_and_the_nominal_bits(posterior, monkeypatch, capsys):
-    """Issue 24: modulo's --complexity is lookup bits, not log2 N; every line says which."""
+    """Modulo's --complexity is lookup bits, not log2 N; every line says which."""
     monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
     assert predict.main(["--posterior", "w", "--task", "modulo", "--level", "25", "--arch", "a0"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("modulus=25"))

@@ -3,23 +3,11 @@
     python -m jaxcap.bench --cost                         # small, baseline, grok; float32 + bfloat16; P = 64
     python -m jaxcap.bench --cost --models grok --sizes 64 --compute_dtype bfloat16
 
-The step of a small Transformer is memory-bandwidth-bound: its GEMMs have ~30-50 flop/byte,
-below an H100's ridge point. So the number to move, even on a 2-core CPU, is the bytes a step
-moves, and XLA counts them for us:
+The step of a small Transformer is memory-bandwidth-bound (its GEMMs have ~30-50 flop/byte), so
+the number to move is the bytes a step moves, and XLA counts them: `cost_analysis()` of the
+optimized program and the dot operands of the lowered one, per model-step.
 
-- `gflop`, `bytes_accessed`: `compiled.cost_analysis()` of the optimized program (one step,
-  divided by P). On CPU, bfloat16 dots appear upcast to float32 in the optimized HLO, so
-  `bytes_accessed` overstates what a GPU would move for bfloat16 compute.
-- `matmul_mb`, `dots`: operand + result bytes of every dot in the *lowered* (pre-optimization)
-  StableHLO, in the dtypes the program asks for. This is the traffic of the GEMMs alone,
-  independent of the backend's fusion and upcasting decisions.
-- `top_level_ops`, `fusions`: instructions of the optimized entry computation that launch work
-  (parameters, constants, tuples and bitcasts excluded), of which fusions — on a GPU roughly
-  the kernels per step; on a CPU only indicative.
-- `temp_mb`: the compiled program's scratch memory (`memory_analysis()`), whole population.
-
-`gemm_algorithms` lists the GEMM implementations an optimized GPU program chose (cuBLAS
-algorithm ids, Triton tile configs); it is empty on a CPU.
+Details: docs/design.md#jaxcapbenchmarkscostpy.
 """
 
 from __future__ import annotations

@@ -6,22 +6,11 @@ SPEC.json names each part's command as the script runs it: {"speed": {"runs": [[
 ...], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}, "grokking": [config
 args], "capacity": [...], "calibrate": [...]} (config args: "configs/x.py:variant" then
 "--config.a.b=value" overrides). Every part is a list of population runs (members P, steps,
-programs compiled); a run's seconds are
+programs compiled); a run's seconds are its programs' compiles plus its steps at a floor per step
+plus matmul bytes over a bandwidth, with the constants refitted to the device study's measured
+rates (docs/benchmarks.md).
 
-    programs x COMPILE_S + steps x (FLOOR_S + P x matmul bytes per model-step / BANDWIDTH) x (1 + EVAL_SHARE)
-    + reports x REPORT_S (+ NUTS fits x FIT_S)
-
-with the matmul bytes counted by `cost.matmul_traffic` in the lowered step (no compile), and
-PROCESS_S per process. The constants come from the first device study on an H100
-(docs/results/2026-11-27-nvidia-h100-80gb-hbm3.md; grok model in float32/TF32, 77.03 MB of matmul
-operands and results per model-step): `configs/grokking.py:full` trained 3 members at 4,880
-model-steps/s, the bench 256 at 13,792; the line through both gives a 0.40 ms floor per step
-and 1.09 TB/s. Checked on that run's other rates: grok bfloat16 at P = 256 27,000 predicted,
-23,128 measured; the seed baseline in bfloat16 11,100 predicted, 8,806 measured (the line is
-17-26 % optimistic for matmul-heavier steps). Compiles there took 15-28 s a program (COMPILE_S).
-A run that measured its own rates refits both (`seconds(runs, bandwidth, floor_s)`). Capacity
-counts round 1 only (a second round, if the sizes do not plateau, is extra); calibrate counts
-NUTS as FIT_S per fit.
+Details: docs/design.md#jaxcapbenchmarksdevice_timepy.
 """
 
 from __future__ import annotations
@@ -35,8 +24,7 @@ import jax
 
 from jaxcap import tasks
 from jaxcap.benchmarks.cost import PRESETS, matmul_traffic
-from jaxcap.config.base import load_config
-from jaxcap.config.plan import make_buckets
+from jaxcap.config.base import build_plan, load_config
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention
@@ -45,13 +33,13 @@ from jaxcap.models import ModelConfig, attention
 _PER_MEMBER_S = (256 / 13792 - 3 / 4880) / 253
 FLOOR_S = 3 / 4880 - 3 * _PER_MEMBER_S  # 0.40 ms a step whatever P: kernel launches, not bytes
 BANDWIDTH = 77.03e6 / _PER_MEMBER_S  # 1.09 TB/s of GEMM operands and results
-COMPILE_S = 20.0  # per program (H100, 2026-11-27: 15-28 s; the seed baseline's ~28 s)
+COMPILE_S = 20.0  # per program (the H100 device study: 15-28 s; docs/benchmarks.md)
 PROCESS_S = 15.0  # Python, JAX and CUDA start-up per process
 EVAL_SHARE = 0.1  # evals are sized to at most this share of training (config.eval.time_share)
-# one NUTS fit, 4 x (1,000 + 4,000) on the host CPU (jaxcap/meta/fit.py), compile included: the
-# H200 machine's 16 cores, 2026-11-28, calibrate :device (2 x 600 on the H100's GPU took 70 s)
+# one NUTS fit, 4 x (1,000 + 4,000) on the host CPU (jaxcap/meta/fit.py), compile included, as
+# measured by calibrate :device on the H200 machine (docs/meta-model.md, "NUTS runs on the host CPU")
 FIT_S = 25.0
-REPORT_S = 8.0  # one workdir's report and its figures (the 2-core CPU: 16 s for four figures)
+REPORT_S = 8.0  # one workdir's report and its figures
 
 
 _BYTES: dict = {}  # (model, task, batch) -> bytes: a part lowers each shape once
@@ -93,22 +81,23 @@ def load(args: list[str]):
 
 
 def grokking_runs(config) -> list[dict]:
-    out = [_run(b.label, b, len(b.members), b.settings.steps) for b in make_buckets(config)]
+    out = [_run(b.label, b, len(b.members), b.settings.steps) for b in build_plan(config).buckets]
     out[-1]["reports"] = 1
     return out
 
 
 def capacity_runs(config) -> list[dict]:
     from jaxcap.experiments.capacity.curve import steps_to
-    from jaxcap.experiments.capacity.populations import first_sizes, size_bucket
 
-    cap, batch, out = config.capacity, config.train.batch_size, []
-    seeds, grid = config.sweep.seeds, 1
-    for values in config.sweep.hparams.values():
-        grid *= max(1, len(values))
-    for arch, label in enumerate(config.sweep.buckets):
-        sizes = first_sizes(config, label)
-        bucket = size_bucket(config, arch, label, sizes, sizes[0], recipe={})
+    run = build_plan(config).section  # the CapacityRun: its sizes and populations
+    cap, out = run.settings, []
+    for arch, label in enumerate(b.label for b in run.architectures):
+        base = run.architecture(label)
+        seeds, batch, grid = base.grid.seeds, base.settings.batch_size, 1
+        for values in base.grid.hparam_grid.values():
+            grid *= max(1, len(values))
+        sizes = run.first_sizes(label)
+        bucket = run.size_bucket(arch, label, sizes, sizes[0], recipe={})
         if cap.search_exposures:
             mid = sizes[len(sizes) // 2]
             out.append(

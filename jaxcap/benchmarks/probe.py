@@ -3,16 +3,12 @@
     python -m jaxcap.bench --probe                                   # grok model, P = 256, float32
     python -m jaxcap.bench --probe --models baseline --batch 512
 
-On an H100 the grok model trained 12,810 model-steps/s at P = 64 in one fresh process and
-7,284-7,729 in later processes on the same warm machine (docs/benchmarks.md). Each condition
-below runs the same `python -m jaxcap.bench` command in a fresh Python process and changes one
-thing: GPU memory preallocation off, XLA's GEMM autotuning off, a compilation cache that is
-empty (the process compiles and fills it) and then warm (the next process loads the program
-from it), and true float32 matmuls. Three unchanged processes first show the spread itself.
-Every process reports its throughput, whether TF32 (or lower) was in effect — a precision
-probe: the relative error of a float32 matmul against float64, ~1e-3 for TF32, ~1e-6 for
-float32 — and the GEMM implementations XLA selected for the step, so the cause can be read
-off one device run.
+On an H100 float32 ran at two speeds in different processes (docs/benchmarks.md). Each condition
+reruns `python -m jaxcap.bench` in a fresh process with one thing changed (preallocation,
+autotuning, compilation cache, true float32 matmuls) and reports throughput, the matmul precision
+in effect and the GEMMs XLA chose, so the cause can be read off one device run.
+
+Details: docs/design.md#jaxcapbenchmarksprobepy.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def measure_study(name: str, preset: tuple, trials: int, steps: int, rounds: int
     """Trials per minute of the same study (SQLite storage, checkpoints, evals: the whole sweep
     loop) as one batch of `trials` x 2 seeds vs one trial (2 seeds) at a time; the two alternate
     over `rounds` after an untimed round that compiles both programs, and medians are reported."""
-    from jaxcap.config.base import checked_plan
+    from jaxcap.config.base import build_plan
     from jaxcap.experiments.hpo.sweep import run_sweep
     from jaxcap.results.store import Store
 
@@ -51,7 +51,7 @@ def measure_study(name: str, preset: tuple, trials: int, steps: int, rounds: int
                 start = time.perf_counter()
                 with contextlib.redirect_stdout(io.StringIO()):
                     run_sweep(
-                        checked_plan(study_config(preset, trials, batch, steps)),
+                        build_plan(study_config(preset, trials, batch, steps)),
                         Store(Path(tmp) / f"{mode}{r}"),
                     )
                 if r:

@@ -1,8 +1,8 @@
 """The base config every experiment starts from, its schema, and the variant helper.
 
 Configs are Python files `configs/<experiment>.py` with `get_config(arg)` (big_vision style);
-they call `base_config(task)` and override fields, never copy it. `validate` checks a whole
-config against `schema(config)` before any compile.
+they call `base_config(task)` and override fields, never copy it. `build_plan` parses a whole
+config, against `schema(config)`, into the typed `Plan` a run is handed, before any compile.
 """
 
 from __future__ import annotations
@@ -10,21 +10,20 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import ml_collections
 
 from jaxcap import fields as checks
 from jaxcap import tasks
-from jaxcap.config.registry import EXPERIMENTS, check, resolve
+from jaxcap.config import registry
+from jaxcap.config.plan import Plan, build_bucket, variant_configs
+from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES, HPARAM_RULES
 from jaxcap.core.runtime import Runtime
 from jaxcap.core.train import EvalSettings, TrainSettings
-from jaxcap.fields import Choice, ConfigError, Int, Str, TupleOf, check_tree, defaults, rules
+from jaxcap.fields import Choice, ConfigError, Int, Str, TupleOf, check_tree, defaults, from_section, rules
 from jaxcap.models import ModelConfig
-
-if TYPE_CHECKING:
-    from jaxcap.config.plan import Plan
 
 
 def parse_arg(arg: str | None, variants: tuple[str, ...] = ("smoke", "full")) -> str:
@@ -48,13 +47,54 @@ def load_config(spec: str | Path) -> ml_collections.ConfigDict:
     return module.get_config(arg or None)
 
 
+def derived_config(
+    config: ml_collections.ConfigDict, changes: dict[str, Any], drop: tuple[str, ...] = ()
+) -> ml_collections.ConfigDict:
+    """A new config from `config` with dotted fields replaced (`{"sweep.seeds": 2}`; a dict value
+    becomes a section) and top-level sections dropped: the config of a run an experiment starts
+    of its own (a pilot's calibration, a family's population), which records it in its workdir.
+    Populations of one run derive from its typed buckets instead (`Bucket.with_*`)."""
+    out = ml_collections.ConfigDict({k: v for k, v in config.to_dict().items() if k not in drop})
+    for path, value in changes.items():
+        *parents, name = path.split(".")
+        node = out
+        for part in parents:
+            node = node[part]
+        node[name] = value
+    return out
+
+
+def recorded_config(record: dict, defaults: bool = False) -> ml_collections.ConfigDict:
+    """The config a workdir's config.json records, JSON lists back to the tuples a config holds;
+    with `defaults`, over today's defaults, so a workdir written before a field existed still plans."""
+    if defaults:
+        merged = base_config(record["task"]["name"]).to_dict()
+        _merge(merged, record)
+        record = merged
+    return ml_collections.ConfigDict(_tuples(record))
+
+
+def _merge(into: dict, new: dict) -> None:
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _tuples(value):
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 def base_config(task: str) -> ml_collections.ConfigDict:
     """Defaults for every field; the model defaults are the seed baseline."""
     c = ml_collections.ConfigDict()
     c.experiment = "population"
     c.seed = 0
     c.note = ""  # printed at start: e.g. why this run uses a smaller model than the baseline
-    c.task = tasks.default_config(task)
+    c.task = ml_collections.ConfigDict(tasks.default_config(task))
     # model, hparams, train, eval and runtime: generated from the dataclass that owns each section
     # (a field is one `jaxcap.fields.setting` line there: its default and its rule)
     c.model = ml_collections.ConfigDict(defaults(ModelConfig))
@@ -109,103 +149,28 @@ def schema(config) -> dict:
     return out
 
 
-def _check_variant(config) -> None:
-    """Cross-field checks of one bucket's config."""
-    from jaxcap.config.plan import model_config
-
-    if config.train.steps % config.train.chunk_steps:
-        raise ConfigError(
-            f"config.train.steps: got {config.train.steps}; allowed: a multiple of "
-            f"config.train.chunk_steps ({config.train.chunk_steps})"
-        )
-    decays = [config.hparams.decay_steps, *config.sweep.hparams.decay_steps]
-    if config.train.schedule == "constant" and any(decays):
-        raise ConfigError(
-            f"config.hparams.decay_steps: got {max(decays):g} with config.train.schedule 'constant'; "
-            "allowed: 0, or a decaying schedule (config.train.schedule = 'linear' or 'cosine')"
-        )
-    if config.model.pos_encoding == "sinusoidal" and config.model.d_model % 2:
-        raise ConfigError(
-            f"config.model.d_model: got {config.model.d_model}; allowed: even with sinusoidal positions"
-        )
-    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
-    task.check()
-    _check_model_variants(config.model, task)
-    model_config(config.model, task.spec, task)  # ModelConfig's own rules between fields (n_kv_heads)
-    checks.check_sizes(config, task)
-    for knob, values in config.sweep.task.items():
-        for i, value in enumerate(values):
-            try:
-                tasks.build({**config.task.to_dict(), knob: value}).check()
-            except ConfigError as e:
-                raise ConfigError(f"config.sweep.task.{knob}[{i}]: {value!r}: {e}") from None
-    readouts = {"sequence": ("auto", "all")}.get(task.spec.kind, ("auto", "last", "mean"))
-    if config.model.readout not in readouts:
-        raise ConfigError(
-            f"config.model.readout: got {config.model.readout!r}; allowed for task "
-            f"{task.spec.family} ({task.spec.kind}): {', '.join(readouts)}"
-        )
-
-
-def _check_model_variants(m, task) -> None:
-    """Cross-field checks of the model's variant switches that need the task (jaxcap/models); the
-    model's own rules between fields are ModelConfig's (checked when the plan builds it)."""
-    from jaxcap.models.embeddings import task_numbers
-
-    if m.pos_encoding == "rotary" and m.d_head % 2:
-        raise ConfigError(f"config.model.d_head: got {m.d_head}; allowed: even with rotary positions")
-    if task.causal and m.attention != "causal":
-        raise ConfigError(
-            f"config.model.attention: got {m.attention!r}; allowed for task {task.spec.family} "
-            "(next-token prediction): causal"
-        )
-    if m.qat_activations and not m.qat_bits:
-        raise ConfigError("config.model.qat_activations: got True; allowed: only with qat_bits > 0")
-    if m.angular == "none":
-        return
-    n = m.angular_n or task_numbers(task)
-    if not n:
-        raise ConfigError(
-            f"config.model.angular_n: got 0, and task {task.spec.family} exposes no numeric tokens; "
-            "allowed: N > 0 (the modulus of the numbers)"
-        )
-    tokens = m.angular_tokens or n
-    if m.angular in ("input", "both") and (task.spec.input_dim or tokens > task.spec.vocab_size):
-        raise ConfigError(
-            f"config.model.angular_tokens: got {tokens}; allowed: at most the task's vocabulary "
-            f"({task.spec.vocab_size}), on a token task"
-        )
-    if m.angular in ("output", "both") and task.spec.kind == "regress":
-        raise ConfigError(f"config.model.angular: got {m.angular!r}; allowed: none or input for regression")
-
-
-def validate(config) -> Plan:
-    """Raise ConfigError (one line naming the field) for anything a run could not do; else the
-    config's `Plan`: its buckets and settings as typed, frozen objects, built once and handed
-    down (the experiment's own checks are `jaxcap.config.registry.check`: `checked_plan`)."""
-    from jaxcap.config.plan import make_plan, variant_configs  # plan builds tasks; keep `config` light
-
+def build_plan(config: ml_collections.ConfigDict) -> Plan:
+    """The config parsed once into the typed `Plan` a run is handed: every bucket (task, model,
+    settings, members) and the experiment's own section, each built once by a constructor that
+    raises `ConfigError` (one line naming the field) for anything a run could not do."""
     check_tree("config", config, schema(config))
     checks.check_runtime(config.runtime)
+    buckets = []
     for i, (label, variant) in enumerate(variant_configs(config)):
         try:
             if label:
                 check_tree("config", variant, schema(variant))
-            _check_variant(variant)
+            buckets.append(build_bucket(variant, f"b{i}", label))
         except ConfigError as e:
             raise ConfigError(f"config.sweep.buckets[{i}] ({label}): {e}" if label else str(e)) from None
-    if "study" in config:
-        from jaxcap.config.search_space import check_search
-
-        for name, value, variant in check_search(config, schema(config)):
-            try:
-                _check_variant(variant)
-            except ConfigError as e:
-                raise ConfigError(f"config.search.{name}: choice {value!r}: {e}") from None
-    return make_plan(config)
+    plan = Plan(
+        experiment=config.experiment,
+        seed=config.seed,
+        buckets=tuple(buckets),
+        runtime=from_section(Runtime, config.runtime),
+    )
+    return dataclasses.replace(plan, section=registry.section(config, plan))
 
 
-def checked_plan(config) -> Plan:
-    """`validate`, then the experiment's own check (`jaxcap.config.registry.check`): the plan an
-    experiment is handed, whose `section` is its typed view of the config sections it owns."""
-    return dataclasses.replace(validate(config), section=check(config))
+# Names kept for callers that read better with them: both are the one parse, `build_plan`.
+validate = checked_plan = build_plan

@@ -1,21 +1,12 @@
 """What every command-line entry point does the same way: help, flag files, errors, its name.
 
-Every `python -m jaxcap...` command is on absl flags: the entry points (launch, bench, report,
-predict) and the others (meta.replicates, meta.out_of_grid, meta.bench, reports.rna,
-experiments.capacity.ablation and .plain, the pilot and measure commands). They parse their
-own flags so that `--help` answers before any required flag is checked (absl would first run
-the config loader, which says "--config: required") and exits 0 with the module's docstring
-and its own flags only (absl's logging flags are noise here). `--helpfull` adds each flag's
-type, the flags every command takes and the exit statuses (and absl's flags where the command
-reads them). `--flagfile=F` reads flags from a file, one per line, as absl does everywhere. A
-flag nobody defines (`--confg`) is named as unknown, with the nearest known name, and so is a
-misspelt config field (`--config.model.d_modle`: did you mean config.model.d_model?); a
-positional argument absl would hand to `main` and leave unread is a one-line usage error, as is
-a malformed flag. A usage error is one line on stderr and exit status 2 (argparse's and absl's).
-Every command but launch and bench keeps its flags in its own `FlagValues`, so importing every
-command in one process (tests, notebooks) defines no flag twice. Console scripts
-(`jaxcap-launch`, `jaxcap-report`, `jaxcap-predict`, `jaxcap-bench`; pyproject.toml) and
-`python -m jaxcap.X` run the same code, and usage lines name whichever was typed.
+Every `python -m jaxcap...` command parses its own absl flags, so `--help` answers (with the
+module's docstring and its own flags) before any required flag is checked; `--helpfull` adds
+types, the common flags and exit statuses; `--flagfile` works everywhere. An unknown flag or a
+misspelt config field is named with its nearest match; a usage error is one line on stderr and
+exit status 2. Console scripts and `python -m jaxcap.X` run the same code.
+
+Details: docs/design.md#jaxcapconfigclipy.
 """
 
 from __future__ import annotations

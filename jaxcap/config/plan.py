@@ -5,6 +5,9 @@ A config trains one bucket unless `config.sweep.buckets` lists variants, each a 
 comma-separated `section.field=value` overrides, e.g. ("model.d_model=32",
 "model.d_model=64,model.n_layers=1"). Each variant is its own population (its own compile,
 curves and checkpoints); inside a bucket the members are the grid task knobs x hparams x seeds.
+A `Bucket` checks itself when it is built (one-line `ConfigError`s naming the config field), and
+experiments derive their populations from it with `with_task`, `with_model`, `with_hparams`,
+`with_knobs`, `with_settings` and `with_members`, never from a copied config.
 """
 
 from __future__ import annotations
@@ -16,22 +19,42 @@ from typing import Any
 import ml_collections
 
 from jaxcap import tasks
+from jaxcap.config import bucket_checks
 from jaxcap.core.population import Member, grid_members
 from jaxcap.core.runtime import Runtime, numerics
 from jaxcap.core.train import EvalSettings, TrainSettings
 from jaxcap.fields import ConfigError, from_section
 from jaxcap.models import ModelConfig
 from jaxcap.models.config import MODEL_FIELDS
-from jaxcap.models.embeddings import task_numbers
 from jaxcap.tasks import Task
 
 BUCKET_SECTIONS = ("task", "model", "hparams", "train", "eval")
 
 
 @dataclasses.dataclass(frozen=True)
+class Grid:
+    """Who a grid population's members are: task knobs x hparams x seeds (config.hparams and
+    config.sweep), ordered in that nesting (jaxcap.core.population.grid_members)."""
+
+    hparams: dict[str, float]  # every member's values where the hparam grid does not sweep
+    hparam_grid: dict[str, tuple]  # config.sweep.hparams (empty: not swept)
+    knob_grid: dict[str, tuple]  # config.sweep.task (empty: the task's own value)
+    seeds: int
+
+    def members(self, task: Task) -> tuple[Member, ...]:
+        return tuple(
+            grid_members(self.hparams, self.hparam_grid, task.default_knobs(), self.knob_grid, self.seeds)
+        )
+
+    def decays(self) -> list[float]:
+        return [self.hparams["decay_steps"], *self.hparam_grid.get("decay_steps", ())]
+
+
+@dataclasses.dataclass(frozen=True)
 class Bucket:
     """Everything static about one population: one bucket = one compile. Typed and frozen: the
-    training path (jaxcap.training.loop) reads these fields, never the config they came from."""
+    training path (jaxcap.training.loop) reads these fields, never the config they came from.
+    Building one checks it (`bucket_checks.check`); a derivation (`with_*`) builds a new one."""
 
     name: str
     label: str  # the overrides that define it ('' for a single-bucket run)
@@ -41,32 +64,89 @@ class Bucket:
     eval: EvalSettings
     seed: int  # config.seed: every member's key derives from it (jaxcap.core.population.member_key)
     members: tuple[Member, ...]
+    grid: Grid | None = None  # None: members chosen one by one (an hpo round's trials)
+
+    def __post_init__(self):
+        bucket_checks.check(self)
 
     def numerics(self):
         """Its numerics scope: config.train.matmul_precision, and x64 for a float64 model."""
         m = self.model
         return numerics(self.settings.matmul_precision, "float64" in (m.param_dtype, m.compute_dtype))
 
+    def with_task(self, **fields: Any) -> Bucket:
+        """The same population on a task with `fields` replaced (e.g. a larger dataset); the model
+        follows the task's vocabulary, length and outputs."""
+        task = dataclasses.replace(self.task, **fields)
+        spec = task.spec
+        model = dataclasses.replace(
+            self.model, vocab_size=spec.vocab_size, seq_len=spec.seq_len, n_outputs=spec.n_outputs
+        )
+        return self._regrid(task=task, model=model)
+
+    def with_model(self, **fields: Any) -> Bucket:
+        """The same population on a model with `fields` (config.model names) replaced."""
+        model = {name: getattr(self.model, name) for name in MODEL_FIELDS}
+        return dataclasses.replace(self, model=build_model(self.task, {**model, **fields}))
+
+    def with_hparams(self, values: dict[str, float], sweep: bool = True) -> Bucket:
+        """Every member with `values` for those hyperparameters; `sweep=False` also drops the
+        hparam grid (one member per knob level and seed)."""
+        grid = self.grid
+        hparam_grid = grid.hparam_grid if sweep else {k: () for k in grid.hparam_grid}
+        return self._regrid(
+            grid=dataclasses.replace(grid, hparams={**grid.hparams, **values}, hparam_grid=hparam_grid)
+        )
+
+    def with_knobs(self, **grid: tuple) -> Bucket:
+        """The members at these task-knob levels (a knob's grid replaced)."""
+        return self._regrid(grid=dataclasses.replace(self.grid, knob_grid={**self.grid.knob_grid, **grid}))
+
+    def with_settings(self, **fields: Any) -> Bucket:
+        """The same population with training settings replaced (e.g. the schedule)."""
+        return dataclasses.replace(self, settings=dataclasses.replace(self.settings, **fields))
+
+    def with_members(self, members: list[Member], dropout: bool = False) -> Bucket:
+        """These members instead of the grid's; `dropout` keeps the dropout path in the program
+        even when no member uses it now (a searched rate: one compile for every round)."""
+        members = tuple(members)
+        settings = dataclasses.replace(self.settings, dropout=dropout or _dropout(members))
+        return dataclasses.replace(self, members=members, settings=settings, grid=None)
+
+    def _regrid(self, task: Task | None = None, model: ModelConfig | None = None, grid: Grid | None = None):
+        task, grid = task or self.task, grid or self.grid
+        members = grid.members(task)
+        settings = dataclasses.replace(self.settings, dropout=_dropout(members))
+        return dataclasses.replace(
+            self, task=task, model=model or self.model, grid=grid, members=members, settings=settings
+        )
+
+
+def _dropout(members) -> bool:
+    return any(m.hparams["dropout"] > 0 for m in members)
+
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """A checked config as the typed objects a run needs (jaxcap.config.base.validate), built once
+    """A config as the typed objects a run needs (jaxcap.config.base.build_plan), built once
     before the first write and handed down: `run(config, workdir)` passes it to the experiment."""
 
     experiment: str
     seed: int
     buckets: tuple[Bucket, ...]
     runtime: Runtime
-    # the experiment's own sections, typed: what its registry `check` returns (hpo: a Sweep,
-    # capacity: a CapacityRun, calibrate and enhance: a Calibration); None where it has no check.
-    # An experiment that derives configs of its own (a round's shapes, a dataset size, a family)
-    # finds the validated config it derives them from there, in one named field with its reason.
+    # the experiment's own sections, typed: what its registry `check` builds (hpo: a Sweep,
+    # capacity: a CapacityRun, calibrate and enhance: a Calibration); None where it has none
     section: Any = None
 
     @property
     def devices(self) -> int:
         """The devices each population is split over (config.runtime.devices; 0: automatic)."""
         return self.runtime.devices
+
+    def bucket(self, label: str) -> Bucket:
+        """The bucket of one `config.sweep.buckets` entry ('' for a single-bucket run)."""
+        return next(b for b in self.buckets if b.label == label)
 
 
 def parse_overrides(spec: str) -> list[tuple[list[str], object]]:
@@ -116,72 +196,47 @@ def variant_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_col
     return out
 
 
-def model_config(
-    model: ml_collections.ConfigDict, spec: tasks.TaskSpec, task: Task | None = None
-) -> ModelConfig:
-    """The frozen model of a bucket; `angular_n = 0` takes N from the task (angular embeddings)."""
-    fields = {name: model[name] for name in MODEL_FIELDS}
-    if fields["angular"] != "none" and not fields["angular_n"] and task is not None:
-        fields["angular_n"] = task_numbers(task)
-    return ModelConfig.for_task(spec, **fields)
+def build_model(task: Task, fields: dict[str, Any]) -> ModelConfig:
+    """The frozen model of a bucket from config.model's fields; `angular_n = 0` takes N from the
+    task (angular embeddings)."""
+    fields = dict(fields)
+    if fields["angular"] != "none" and not fields["angular_n"]:
+        fields["angular_n"] = bucket_checks.angular_n(task, fields["angular_n"])
+    return ModelConfig.for_task(task.spec, **fields)
 
 
-def train_settings(config: ml_collections.ConfigDict, members: list[Member]) -> TrainSettings:
-    """The bucket's static training choices: config.train, the eval batch and share, and whether
-    any member uses dropout."""
-    return from_section(
-        TrainSettings,
-        config.train,
-        eval_batch_size=config.eval.batch_size,
-        eval_share=config.eval.time_share,
-        dropout=any(m.hparams["dropout"] > 0 for m in members),
+def build_bucket(config: ml_collections.ConfigDict, name: str, label: str) -> Bucket:
+    """The typed bucket of one variant config (its overrides applied): task, model, settings and
+    members, each built once and checked as it is built."""
+    task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
+    grid = Grid(
+        hparams=config.hparams.to_dict(),
+        hparam_grid=config.sweep.hparams.to_dict(),
+        knob_grid=config.sweep.task.to_dict(),
+        seeds=config.sweep.seeds,
     )
-
-
-def make_bucket(
-    config: ml_collections.ConfigDict,
-    name: str,
-    label: str,
-    task: Task,
-    members: list[Member],
-    settings: TrainSettings | None = None,
-) -> Bucket:
-    """The typed bucket of one variant config (with its overrides applied) and its members."""
-    return Bucket(
+    members = grid.members(task)
+    bucket = Bucket(
         name=name,
         label=label,
         task=task,
-        model=model_config(config.model, task.spec, task),
-        settings=settings or train_settings(config, members),
+        model=build_model(task, {name: config.model[name] for name in MODEL_FIELDS}),
+        settings=from_section(
+            TrainSettings,
+            config.train,
+            eval_batch_size=config.eval.batch_size,
+            eval_share=config.eval.time_share,
+            dropout=_dropout(members),
+        ),
         eval=from_section(EvalSettings, config.eval),
         seed=config.seed,
-        members=tuple(members),
+        members=members,
+        grid=grid,
     )
-
-
-def make_buckets(config: ml_collections.ConfigDict) -> tuple[Bucket, ...]:
-    """The buckets of a config, each with its grid of members (not validated: experiments call
-    this on configs they derive from a validated one; a run's own are `validate(config).buckets`)."""
-    buckets = []
-    for i, (label, variant) in enumerate(variant_configs(config)):
-        task = tasks.build(variant.task.to_dict(), variant.sweep.task.to_dict())
-        members = grid_members(
-            variant.hparams.to_dict(),
-            variant.sweep.hparams.to_dict(),
-            task.default_knobs(),
-            variant.sweep.task.to_dict(),
-            variant.sweep.seeds,
-        )
-        buckets.append(make_bucket(variant, f"b{i}", label, task, members))
-    return tuple(buckets)
-
-
-def make_plan(config: ml_collections.ConfigDict, section: Any = None) -> Plan:
-    """The plan of a validated config (`jaxcap.config.base.validate` calls this)."""
-    return Plan(
-        experiment=config.experiment,
-        seed=config.seed,
-        buckets=make_buckets(config),
-        runtime=from_section(Runtime, config.runtime),
-        section=section,
-    )
+    for knob, values in config.sweep.task.items():
+        for i, value in enumerate(values):
+            try:
+                tasks.build({**config.task.to_dict(), knob: value}).check()
+            except ConfigError as e:
+                raise ConfigError(f"config.sweep.task.{knob}[{i}]: {value!r}: {e}") from None
+    return bucket

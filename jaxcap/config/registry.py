@@ -3,9 +3,9 @@
 Each experiment is a `run(plan, store)` that trains (resumably) and writes its results and
 report, a `report(store) -> [paths]` that rebuilds the report from the workdir alone (what
 `python -m jaxcap.report --workdir D` calls), the config sections it owns with the dataclass
-that declares each (defaults and rules: `jaxcap.fields.setting`), optionally a `check(config)`
-for what those rules cannot see (run before the first write into the workdir; what it returns is
-the plan's `section`, the experiment's own typed view of its sections), and optionally a
+that declares each (defaults and rules: `jaxcap.fields.setting`), optionally a `check(config, plan)`
+that builds the plan's `section`, the experiment's own typed view of its sections, from them
+and the plan's buckets (before the first write into the workdir), and optionally a
 `setup(config)` that must run before JAX starts (calibrate: one CPU device per NUTS chain).
 Names are strings, "module:attribute", imported only when used (big_vision's registry): the
 config layer knows every experiment without importing one, so checking a config never imports a
@@ -25,7 +25,7 @@ class Experiment:
     report: str  # store -> files written under report/
     sections: tuple[tuple[str, str], ...] = ()  # (config section, the dataclass declaring it)
     setup: str = ""  # (config) -> None, before JAX initializes its backends
-    check: str = ""  # (config) -> the checked section, or ConfigError; before any write
+    check: str = ""  # (config, plan) -> the typed section, or ConfigError; before any write
 
 
 _CALIBRATE = "jaxcap.experiments.calibrate.run"
@@ -75,11 +75,11 @@ def resolve(name: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-def check(config) -> Any:
-    """The experiment's own checks of a validated config (ConfigError names the field); returns
-    its checked section (None where the experiment has no check)."""
+def section(config, plan) -> Any:
+    """The experiment's own typed section of a config whose buckets `plan` holds, built by its
+    `check` (ConfigError names the field); None where the experiment has none."""
     experiment = EXPERIMENTS[config.experiment]
-    return resolve(experiment.check)(config) if experiment.check else None
+    return resolve(experiment.check)(config, plan) if experiment.check else None
 
 
 def setup(config) -> None:

@@ -1,18 +1,6 @@
 """The search space of an Optuna study as config data, and the `study` section that drives it.
 
-`config.search.<name> = (kind, low, high, log)` (docs/hpo.md), saved in config.json and
-overridable from the command line (`--config.search.learning_rate="('float',1e-4,1e-2,True)"`):
-
-    ("float", low, high[, log])      suggest_float
-    ("int", low, high[, log])        suggest_int
-    ("categorical", a, b, ...)       suggest_categorical
-    ()                               not searched: the config's own value is used
-
-A name is either a per-member hyperparameter (`learning_rate`, `weight_decay`, `dropout`,
-`warmup_steps`, `b2`, `init_scale`, `label_smoothing`): a traced HParams value, so a new batch
-of trials never recompiles; or a model field (`d_model`, `n_heads`, `pos_encoding`, ...):
-shape-changing, so trials that differ in it train as separate populations (buckets). Where the
-study is stored (`study.storage`) is checked by jaxcap/config/storage.py.
+Details: docs/design.md#jaxcapconfigsearch_spacepy.
 
 [1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
     arXiv:1907.10902.
@@ -187,9 +175,9 @@ def baseline_params(config: Any, space: list[Param]) -> dict[str, Any]:
     return {p.name: config[p.target][p.name] for p in space}
 
 
-def check_search(config: Any, rules: dict) -> list[tuple[str, Any, ml_collections.ConfigDict]]:
-    """Check `config.search` and `config.study` together; return one (name, choice, variant config)
-    per shape-changing choice, for the caller's per-bucket checks."""
+def check_search(config: Any, rules: dict) -> list[tuple[str, Any]]:
+    """Check `config.search` and `config.study` together; return one (model field, choice) per
+    shape-changing choice, for the caller to build each one's bucket (`Bucket.with_model`)."""
     study, space = config.study, parse_space(config.search)
     if not storage_ok(study.storage):
         raise ConfigError(
@@ -243,8 +231,5 @@ def check_search(config: Any, rules: dict) -> list[tuple[str, Any, ml_collection
                 "that contains it, or config.study.baseline=False"
             )
         if param.target == "model":
-            for value in values:
-                variant = ml_collections.ConfigDict(config.to_dict())
-                variant.model[param.name] = value
-                variants.append((param.name, value, variant))
+            variants += [(param.name, value) for value in values]
     return variants

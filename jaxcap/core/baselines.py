@@ -1,20 +1,12 @@
 """What every held-out score is compared with: chance, the task's shortcut, and split overlap.
 
-- **chance** is the score of the best predictor that ignores its input, fitted on the member's
-  *training split only* (for a stream: its fixed sample of the training stream) and scored on
-  every split like the model: the class frequencies per scored position (add-½ smoothed, so
-  cross-entropies stay finite), whose argmax is the commonest class — the best input-blind
-  accuracy. For a sequence scored by exact match, the best constant answer is the commonest whole
-  target sequence, which can beat the per-position modes (RNA: the commonest structure); the
-  better of the two *on train* gives the chance of `exact`. Regression: the training mean (NMSE
-  near 1). A task's nominal `chance(knobs)` is the same quantity from its definition.
-- **shortcut**: where a task has an obvious strategy that reads the input but does not solve
-  it (recall: the commonest value shown, ~1/n; copying: the commonest source symbol), its
-  score, from `Task.shortcut`. A model "sitting at the shortcut" has learned that, not the task.
-- **overlap**: the measured fraction of val and test inputs that occur in the training split
-  (`jaxcap.tasks.holdout.overlap`); 0 by construction for enumerated and hash-held-out data.
+A held-out score means little alone: **chance** is the best input-blind predictor, fitted on
+the member's training split only and scored on every split like the model; **shortcut** is the
+score of a task's obvious strategy that reads the input but does not solve it
+(`Task.shortcut`); **overlap** is the measured fraction of val and test inputs that occur in the
+training split. All computed on device, once per member (`make_baselines`).
 
-All of it is computed on device, once per member, from the member's data (`make_baselines`).
+Details: docs/design.md#jaxcapcorebaselinespy.
 """
 
 from __future__ import annotations

@@ -122,9 +122,9 @@ class PhaseClock:
 
 def init_options() -> dict | None:
     """XLA options for init, which a bucket runs once: on the CPU, LLVM at -O1, not XLA's -O3. Its
-    run time is nothing, its compile time was not: the threefry rounds at -O3 took 17-22 s against
-    4-8 s at -O1 for the grokking smoke model (2-core CPU, 2026-11-28), with bit-identical
-    parameters (`test_init_compiles_to_the_same_bits`). Not -O0, and not the baselines program:
+    run time is nothing, its compile time was not (the threefry rounds; times:
+    docs/tests.md#compile-levels-measured), with bit-identical parameters
+    (`test_init_compiles_to_the_same_bits`). Not -O0, and not the baselines program:
     there the last bits of logs and sums change with the level. Other backends: their defaults."""
     return {"xla_backend_optimization_level": 1} if jax.default_backend() == "cpu" else None
 
@@ -138,8 +138,8 @@ FEW_LEVEL_ENV = "JAXCAP_XLA_FEW_LEVEL"
 
 def few_options() -> dict | None:
     """XLA options for the data, baselines and evaluate programs: `$JAXCAP_XLA_FEW_LEVEL` on the
-    CPU. At 0 the cold `configs/modmod.py:smoke` launch takes 22-23 CPU-s instead of 28-29 (2-core
-    CPU, 2026-11-28); a run's training steps, the program that runs most, keep the default."""
+    CPU (what 0 saves: docs/tests.md#compile-levels-measured); a run's training steps, the program
+    that runs most, keep the default."""
     level = os.environ.get(FEW_LEVEL_ENV, "")
     if not level or jax.default_backend() != "cpu":
         return None

@@ -8,11 +8,7 @@ all-gather or permute: `collectives` checks the compiled HLO). Several hosts joi
 `jax.distributed.initialize`; every process runs the same host loop on the same (global)
 arrays, feeds its own devices' members, and reads metrics back with a process all-gather.
 
-The device count D divides P: `runtime.devices` = 0 takes the largest divisor of P that is at
-most the number of devices (all of them whenever P is a multiple), a positive value demands
-exactly that many. On a CPU in one process the default is one device: fake CPU devices
-(`JAX_NUM_CPU_DEVICES`, or the NUTS chains' devices) share the same cores, and XLA already
-spreads one device's work over all of them.
+Details: docs/design.md#jaxcapcoreshardingpy.
 
 [1] Xu et al. 2021, "GSPMD: General and Scalable Parallelization for ML Computation Graphs",
     arXiv:2105.04663 (the partitioner behind `jit` with shardings).

@@ -9,8 +9,7 @@ unit shape times the member's peak learning rate. A member whose loss or gradien
 non-finite keeps its last finite parameters and is marked `diverged`; it never touches the
 other members, which are computed independently under vmap.
 
-Evaluation scores a fixed sample of each split (`sampled_task`), sized from the training
-work per chunk so that evaluating costs at most `eval_share` of a run.
+Details: docs/design.md#jaxcapcoretrainpy.
 
 [1] Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization" (AdamW), arXiv:1711.05101.
 """

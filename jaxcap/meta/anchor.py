@@ -1,21 +1,12 @@
 """C in bits a model stores at saturation: the meta-model's scale set by the capacity experiment.
 
-Only log C_a − log θ_f is identified (jaxcap/meta/model.py), so the fit fixes the scale by a
-convention: θ = 1 for the reference family, C in "bits of that family at its learnability
-boundary" under calibrate's training budget. That unit depends on the budget. The capacity
-experiment measures the same architecture's memorization capacity at saturation, C_mem, in bits
-of uniformly random data with the recipe that stores the most (jaxcap/experiments/capacity;
-Allen-Zhu & Li 2024, arXiv:2404.05405; Morris et al. 2025, arXiv:2505.24832). Anchoring moves
-the scale, draw by draw, so that the anchor architecture's C is its measured C_mem:
+Only log C_a − log θ_f is identified (jaxcap/meta/model.py), so the fit's C is in "bits of the
+reference family at its boundary" under calibrate's budget. Anchoring shifts the scale, draw by
+draw, so that the anchor architecture's C is its measured memorization capacity C_mem (bits of
+random data at saturation; Allen-Zhu & Li 2024, arXiv:2404.05405; Morris et al. 2025,
+arXiv:2505.24832): a gauge change that leaves every predicted P(success) unchanged (tested).
 
-    s = log C_mem − log C_anchor;   log C_a += s,  μ_C += s,  log θ_f += s,  μ_θ += s
-
-a gauge change: every log C − log θ, hence every predicted P(success), boundary b* = C/θ and
-validation score, is unchanged (tested), while C now reads "bits of random data stored at
-saturation" and the reference family's θ = e^s says how far calibrate's budget falls short of
-saturation (θ_ref = 2: its boundary is half of C_mem). log C_mem is drawn per posterior draw from
-N(log median, sd of log C_mem over the capacity seeds), so the seed spread of the measurement
-enters C's interval; a C_mem that did not saturate is a lower bound and the anchor says so.
+Details: docs/design.md#jaxcapmetaanchorpy.
 """
 
 from __future__ import annotations

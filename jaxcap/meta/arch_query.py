@@ -33,7 +33,7 @@ def parse_value(text: str, like):
 
 def resolve_arch(posterior: Posterior, spec: str | None) -> list[dict]:
     """[{"index": fitted index or None, "label", "x": centred covariates of a new one}]."""
-    archs, labels = posterior.meta["archs"], posterior.meta["arch_labels"]
+    archs, labels = posterior.meta.archs, posterior.meta.arch_labels
     if not spec:
         return [{"index": a, "label": label} for a, label in enumerate(labels)]
     for a, label in enumerate(labels):
@@ -69,7 +69,7 @@ def resolve_arch(posterior: Posterior, spec: str | None) -> list[dict]:
         )
     model = {**archs[0], **wanted}
     try:
-        x = arch_covariates(model) - np.asarray(posterior.meta["arch_center"])
+        x = arch_covariates(model) - np.asarray(posterior.meta.arch_center)
     except (ValueError, TypeError) as e:
         raise QueryError(f"--arch {spec}: not a valid model ({e})") from None
     n = len(archs)

@@ -1,4 +1,4 @@
-"""The baselines the meta-model must beat on held-out cells (issue 16, "Validation").
+"""The baselines the meta-model must beat on held-out cells (docs/meta-model.md).
 
 * base rate: the training runs' success frequency, for every cell;
 * family intercepts: one logistic regression of success on log complexity with one intercept
@@ -10,11 +10,7 @@
 
 Complexity is the meta-model's own covariate (`bits`, jaxcap/meta/difficulty.py) for all.
 
-Both are L2-penalised maximum likelihood (penalty 1 on every coefficient but the intercept,
-on a standardized log complexity: the default of scikit-learn's LogisticRegression, C = 1),
-fitted by Newton's method. The penalty matters: success is often perfectly separable by
-complexity within a family, and an unpenalised fit would then predict exactly 0 or 1 and
-an infinite log loss for any surprise (Albert & Anderson 1984).
+Details: docs/design.md#jaxcapmetabaselinespy.
 """
 
 from __future__ import annotations

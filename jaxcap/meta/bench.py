@@ -9,8 +9,8 @@ calibrate uses by default; the fit runs `--repeats` times in one process (the fi
 the XLA compile, later ones reuse the persistent compilation cache when `--cache` is set).
 Printed: wall seconds per fit, the NUTS diagnostics (worst R-hat, smallest ESS, divergences),
 the sizes, the devices and the load average (other jobs share a small machine: read the
-seconds against it). Issue 16's target: 2,000 rows in <= 60 s on a 2-core CPU, R-hat <= 1.01,
-no divergences.
+seconds against it). The target (docs/meta-model.md, "Against the targets"): 2,000 rows in
+<= 60 s on a 2-core CPU, R-hat <= 1.01, no divergences.
 """
 
 from __future__ import annotations
@@ -69,15 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.repeats):
         settings = meta_fit.NutsSettings(**{**nuts_cfg, "seed": i})
         posterior, _ = meta_fit.fit(table, settings)
-        diag = posterior.meta["diagnostics"]
+        diag = posterior.meta.diagnostics
         runs.append(
             {
-                "seconds": round(posterior.meta["seconds"], 2),
-                "max_rhat": round(diag["max_rhat"], 4),
-                "worst_rhat_site": max(diag["rhat"], key=diag["rhat"].get) if diag["rhat"] else None,
-                "min_ess": round(diag["min_ess"], 1),
-                "divergences": diag["divergences"],
-                "mean_leapfrog_steps": round(diag["mean_steps"], 1),
+                "seconds": round(posterior.meta.seconds, 2),
+                "max_rhat": round(diag.max_rhat, 4),
+                "worst_rhat_site": max(diag.rhat, key=diag.rhat.get) if diag.rhat else None,
+                "min_ess": round(diag.min_ess, 1),
+                "divergences": diag.divergences,
+                "mean_leapfrog_steps": round(diag.mean_steps, 1),
             }
         )
     import jax

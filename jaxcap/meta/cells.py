@@ -138,3 +138,46 @@ def stack_folds(parts: list[tuple[dict, np.ndarray]]) -> tuple[dict, np.ndarray]
     for key in FOLD_KEYS:
         data[key] = np.stack([d[key] for d, _ in parts])
     return data, np.stack([obs for _, obs in parts])
+
+
+def size_class(n: int) -> int:
+    """The padded length of an axis of n: the next of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (at most
+    a third of it padding), so fits of tables of similar size share one compiled sampler."""
+    c = 1
+    while c < n:
+        if c >= 2 and c * 3 // 2 >= n:
+            return c * 3 // 2
+        c *= 2
+    return c
+
+
+def pad_to_class(data: dict, obs: np.ndarray) -> tuple[dict, np.ndarray]:
+    """K stacked fits with every axis the sampler's shape depends on (cells, architectures,
+    families, levels) padded to its `size_class`. A pad cell has 0 trials, so it adds exactly 0
+    to the log density; a pad architecture, family or level has no cell, so its latent values
+    are independent draws from the prior and the real ones' posterior is the unpadded model's
+    (run_nuts drops the pads from what it returns)."""
+    n, a, f, lv = (
+        len(data["cell_arch"]),
+        len(data["arch_fitted"]),
+        len(data["family_index"]),
+        len(data["level_family"]),
+    )
+
+    def pad(x, size, axis=-1, value=0):
+        x = np.asarray(x)
+        width = [(0, 0)] * x.ndim
+        width[axis] = (0, size - x.shape[axis])
+        return np.pad(x, width, constant_values=value)
+
+    cn, ca, cf, cl = size_class(n), size_class(a), size_class(f), size_class(lv)
+    out = dict(data)
+    for key in ("cell_arch", "cell_family", "cell_level", "log_bits", "trials"):
+        out[key] = pad(data[key], cn)
+    out["arch_x"] = pad(data["arch_x"], ca, axis=0)
+    out["arch_fitted"] = pad(data["arch_fitted"], ca, value=False)
+    out["family_index"] = np.arange(cf, dtype=np.int32)
+    out["family_fitted"] = pad(data["family_fitted"], cf, value=False)
+    out["family_bracketed"] = pad(data["family_bracketed"], cf, value=False)
+    out["level_family"] = pad(data["level_family"], cl)
+    return out, pad(obs, cn)

@@ -7,14 +7,7 @@ best median val metric over its seeds is kept (`jaxcap.results.outcomes`, as in 
 question is whether the architecture can learn the level, not whether one learning rate can.
 Its seeds are the rows; each seed's outcome is its `success` flag, read on test.
 
-Decisions: a `pruned` member (stopped by a sweep before its end) has no outcome and is dropped;
-a `diverged` member is a failure (its run did not learn the task; the core writes success =
-False for it) and stays. An architecture is its model fields that do not depend on the task
-(layers, widths, heads, activation, norm, positions, attention, dtypes, and any switch added
-later); the training budget is not part of it, so fit architectures trained alike. A level is
-its family plus every task field except those that do not change what is learned
-(`level_fields`); a family is the task's `family`, split by `FAMILY_FIELDS` where one
-task holds several families (binop's operations).
+Details: docs/design.md#jaxcapmetadatapy.
 """
 
 from __future__ import annotations

@@ -10,9 +10,7 @@ ch. 17, on designs for binary responses; this is the sequential, model-free form
 `rule = "information"` a round adds the levels of largest expected information gain about b*
 instead (boundary_design.py).
 
-Seed replicates make a boundary cell's own uncertainty measurable (a cell with success rate p
-cannot score a Brier below p (1 − p)); validation scores the grid and the boundary levels
-separately (jaxcap/meta/validate.py).
+Details: docs/design.md#jaxcapmetadesignpy.
 """
 
 from __future__ import annotations

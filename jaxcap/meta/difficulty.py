@@ -7,12 +7,7 @@ inputs (moduli dividing 10^k depend on the last k digits only), so its covariate
 `Modulo.lookup_bits` (derivation in jaxcap/tasks/modular.py). Nominal bits stay in every
 table next to the covariate.
 
-`monotone_test` checks the assumption on the fitted data, per family and architecture: the
-likelihood-ratio statistic of a free success rate per level against the best non-increasing
-rates (isotonic regression by pool-adjacent-violators, `scipy.optimize.isotonic_regression`;
-Barlow et al. 1972; Robertson, Wright & Dykstra 1988, ch. 1-2; scipy >= 1.12, and jax needs
->= 1.14), with a parametric-bootstrap p-value drawn from the isotonic fit (the null's boundary;
-the statistic's exact law is a chi-bar-squared mixture).
+Details: docs/design.md#jaxcapmetadifficultypy.
 """
 
 from __future__ import annotations

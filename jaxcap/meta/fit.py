@@ -1,21 +1,15 @@
 """Fit the meta-model with NUTS and check the chains.
 
 `fit(table, settings)` runs NUTS (Hoffman & Gelman 2011, arXiv:1111.4246) on the cells of a
-`meta_data.Table` in float64 (inside `jax.enable_x64`, so population training stays float32)
-and returns a `Posterior`, always on the host CPU: NUTS is a long chain of tiny, data-dependent
-steps (a while loop per tree doubling, a few hundred cells), which an accelerator runs one kernel
-launch at a time (2 chains x 600 draws took 70 s on an H100, 2026-11-27). Chains run in
-parallel over CPU host devices when the process has enough of them (`reserve_chain_devices`,
-which must run before JAX initialises: it changes the CPU device count of the whole process),
-otherwise one after another. The K fits of a validation
-share one program compiled with the data as arguments (`_chains_on_devices`, `_chains_in_turn`):
-one compile for all, where NumPyro's multi-chain runner compiled again for every fit.
-(A vmapped NUTS over folds x chains was tried: on CPU it ran ~7x slower per leapfrog step and
-took minutes to compile: batched while-loops select over the whole tree state.) Diagnostics: split R-hat and
-effective sample size (Vehtari et al. 2021, arXiv:1903.08008) of every sampled and derived site,
-and the number of divergent transitions; `warnings` names what is bad.
+`meta_data.Table` in float64 and returns a `Posterior`, always on the host CPU: NUTS is a long
+chain of tiny, data-dependent steps, which an accelerator runs one kernel launch at a time
+(docs/meta-model.md#run-times). Chains run in parallel over CPU host devices when the process
+reserved them (`reserve_chain_devices`), otherwise one after another; the K fits of a
+validation share one compiled program. Diagnostics: split R-hat and effective sample size
+(Vehtari et al. 2021, arXiv:1903.08008) of every site and the number of divergent transitions;
+`warnings` names what is bad. The posterior is saved and read by jaxcap/meta/posterior.py.
 
-The posterior it returns is saved and read by jaxcap/meta/posterior.py (`posterior.nc`).
+Details: docs/design.md#jaxcapmetafitpy.
 """
 
 from __future__ import annotations
@@ -34,13 +28,23 @@ from jaxcap.core import keys as host_keys
 from jaxcap.core.progress import tqdm
 from jaxcap.fields import Float, Int, setting
 from jaxcap.meta import model as metamodel
-from jaxcap.meta.cells import FOLD_KEYS, arch_design, cell_data, choose_reference, stack_folds
+from jaxcap.meta.cells import (
+    FOLD_KEYS,
+    arch_design,
+    cell_data,
+    choose_reference,
+    pad_to_class,
+    stack_folds,
+)
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.posterior import SITES, Posterior
+from jaxcap.meta.posterior_meta import FamilyInfo, FitDiagnostics, LevelInfo, NutsRecord, PosteriorMeta
 
-# Vehtari et al. 2021: R-hat <= 1.01, bulk ESS >= 100 per chain (400 with 4 chains); issue 24:
-# no divergence in the full fit, <= 0.1 % of post-warmup transitions in a validation fit
+# The sampler-health targets report.md checks (scorecard.sampler_health). R-hat <= 1.01 and bulk
+# ESS >= 100 per chain, 400 with 4 chains: Vehtari et al. 2021. Divergences, the project's own
+# bar: none in the full fit, whose posterior gives C and its interval, and <= 0.1 % of the
+# post-warmup transitions in a validation fit, whose K fits only score held-out predictions
 RHAT_MAX, ESS_MIN, DIVERGENCE_RATE_MAX = 1.01, 400, 0.001
 
 
@@ -121,8 +125,16 @@ def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsR
     """NUTS on K fits of one table (FOLD_KEYS stacked on a leading axis, see
     meta_cells.stack_folds), one after another with one compiled program; chains in parallel
     over the CPU host devices when the process has one per chain (`reserve_chain_devices`),
-    otherwise in turn, with the same draws."""
+    otherwise in turn, with the same draws. Cells, architectures, families and levels are padded
+    to a size class (`meta_cells.pad_to_class`), so tables of similar size share the program."""
     start = time.time()
+    real = {
+        "arch": len(data["arch_fitted"]),
+        "family": len(data["family_index"]),
+        "level": len(data["level_family"]),
+    }
+    n_cells = successes.shape[1]
+    data, successes = pad_to_class(data, successes)
     values: dict[str, list] = {k: [] for k in SITES}
     diverging, steps, energy, log_lik = [], [], [], []
     n_fits = successes.shape[0]
@@ -137,12 +149,13 @@ def run_nuts(data: dict, successes: np.ndarray, settings: NutsSettings) -> NutsR
             obs = np.asarray(successes[k], np.float64)
             # each chain starts from the key NumPyro's multi-chain runner would split from `key`
             samples, extra, ll = chains(host_keys.split(key, settings.chains), fold, obs, settings)
-            for name in SITES:
-                values[name].append(np.asarray(samples[name], np.float64))
+            for name, dims in SITES.items():  # the pads dropped (meta_cells.pad_to_class)
+                keep = (Ellipsis, *(slice(real.get(d)) for d in dims))
+                values[name].append(np.asarray(samples[name], np.float64)[keep])
             diverging.append(np.asarray(extra["diverging"]))
             steps.append(np.asarray(extra["num_steps"]))
             energy.append(np.asarray(extra["energy"], np.float64))
-            log_lik.append(np.asarray(ll, np.float64).reshape(*extra["energy"].shape[:2], -1))
+            log_lik.append(np.asarray(ll, np.float64).reshape(*extra["energy"].shape[:2], -1)[..., :n_cells])
     return NutsRun(
         {name: np.stack(v, axis=2) for name, v in values.items()},
         np.stack(diverging, axis=2),
@@ -197,25 +210,27 @@ def diagnose(draws: dict[str, np.ndarray], diverging: np.ndarray) -> dict:
     }
 
 
-def table_meta(table: Table, reference: int) -> dict:
+def table_meta(table: Table, reference: int) -> PosteriorMeta:
     """What a posterior needs to know about its table: labels, budgets, the families' tasks and
     ranges (jaxcap.predict), the levels, the reference and the architectures' covariate centre."""
-    return {
-        "archs": table.archs,
-        "arch_labels": [table.arch_label(a) for a in range(len(table.archs))],
-        "budgets": [table.budgets(a) for a in range(len(table.archs))],
-        "families": table.families,
-        "family_info": [
-            family_info(name, [lv["fields"] for lv in table.levels if lv["family"] == f])
+    return PosteriorMeta(
+        archs=table.archs,
+        arch_labels=[table.arch_label(a) for a in range(len(table.archs))],
+        budgets=[table.budgets(a) for a in range(len(table.archs))],
+        families=table.families,
+        family_info=[
+            FamilyInfo.from_json(
+                family_info(name, [lv["fields"] for lv in table.levels if lv["family"] == f])
+            )
             for f, name in enumerate(table.families)
         ],
-        "levels": table.levels,
-        "reference": reference,
-        "arch_covariates": list(metamodel.ARCH_COVARIATES),
-        "arch_center": arch_design(table)["center"].tolist(),  # a new architecture is centred on it
-        "fingerprint": table.fingerprint,
-        "n_rows": len(table.rows),
-    }
+        levels=[LevelInfo.from_json(lv) for lv in table.levels],
+        reference=reference,
+        arch_covariates=list(metamodel.ARCH_COVARIATES),
+        arch_center=arch_design(table)["center"].tolist(),  # a new architecture is centred on it
+        fingerprint=table.fingerprint,
+        n_rows=len(table.rows),
+    )
 
 
 def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Posterior, dict]:
@@ -225,12 +240,12 @@ def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Post
     run = run_nuts(*stack_folds([(data, successes)]), settings)
     draws, diverging = fold_draws(run.draws, 0), run.diverging[:, :, 0]
     diag = {**diagnose(draws, diverging), "mean_steps": float(run.steps.mean())}
-    meta = {
-        **table_meta(table, ref),
-        "nuts": {**dataclasses.asdict(settings), "chain_method": chain_method(settings.chains)},
-        "seconds": run.seconds,
-        "diagnostics": diag,
-    }
+    meta = dataclasses.replace(
+        table_meta(table, ref),
+        nuts=NutsRecord(**dataclasses.asdict(settings), chain_method=chain_method(settings.chains)),
+        seconds=run.seconds,
+        diagnostics=FitDiagnostics.from_json(diag),
+    )
     by_chain = {
         "draws": draws,
         "diverging": diverging,

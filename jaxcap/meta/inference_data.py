@@ -8,18 +8,7 @@ module asks for both and checks they are there, so every group the ArviZ diagnos
 present: posterior, sample_stats (energy, diverging, tree_depth, step size, acceptance),
 log_likelihood and observed_data.
 
-    mcmc = MCMC(NUTS(model), num_warmup=500, num_samples=500, num_chains=4)
-    mcmc.run(key, x, y=y, extra_fields=EXTRA_FIELDS)
-    idata = inference_data(mcmc, coords={"feature": names}, dims={"w": ["feature"]})
-    az.summary(idata); az.bfmi(idata); az.loo(idata); az.plot_trace(idata)
-    diagnostics(idata)  # {"r_hat": ..., "ess_bulk": ..., "divergences": ..., "bfmi_min": ...}
-
-R-hat and ESS are ArviZ's rank-normalized, split-chain versions (Vehtari et al. 2021,
-arXiv:1903.08008), so the numbers jaxcap prints are the ones `az.summary` shows. NumPyro's own
-`progress_bar=True` draws one tqdm bar per chain (parallel chains too, since 0.13) and turns
-itself off under CI; jaxcap uses it rather than a second bar of its own.
-
-Works with ArviZ 0.23 (an `InferenceData`) and 1.x (an xarray `DataTree` with the same groups).
+Details: docs/design.md#jaxcapmetainference_datapy.
 """
 
 from __future__ import annotations

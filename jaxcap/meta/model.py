@@ -1,77 +1,16 @@
 """The capacity meta-model: a hierarchical logistic model of "did this run learn the task?".
 
-A cell is one (architecture a, task family f, difficulty level l) with `trials` runs (seeds)
-of which `successes` reached the family's success threshold. With b_l the level's difficulty
-covariate in bits (monotone in difficulty within the family: jaxcap/meta/difficulty.py),
+A cell (architecture a, task family f, difficulty level l) has `trials` seeds, `successes` of
+which learned the task. With b_l the level's difficulty covariate in bits,
 
-    logit P(success) = κ_f · (log C_a − log θ_f − δ_l − log b_l)
+    logit P(success) = κ_f · (log C_a − log θ_f − δ_l − log b_l),
 
-so an architecture of effective capacity C_a (bits) learns a typical level of family f with
-probability 1/2 at the learnability boundary b* = C_a / θ_f; θ_f is the family's difficulty
-per bit, κ_f how sharp the transition is, and δ_l ~ N(0, σ_f) a level effect in log-bits with
-a spread σ_f of its own family (one irregular family does not widen every other family's
-intervals). This is a two-parameter item-response model (Birnbaum 1968; Lord 1980) on a log
-scale with random item effects (De Boeck & Wilson 2004) and partial pooling of θ_f, κ_f across
-families (Gelman & Hill 2007, ch. 12-14).
+so C_a is the architecture's capacity in bits, b* = C_a / θ_f the learnability boundary and δ_l
+a level effect: a two-parameter item-response model (Birnbaum 1968) with partial pooling across
+families (Gelman & Hill 2007), log C_a regressed on architecture covariates, and a beta-binomial
+count for correlated seeds (Williams 1982).
 
-Architectures: log C_a = μ_C + β · (x_a − x̄) + σ_C ε_a, a regression on the architecture's
-covariates x (log body parameters, layers, log H·d_head, log precision bits; x̄ their mean over
-the fitted architectures), so an architecture outside the fit gets a C that rests on the fitted
-ones, not on a prior draw. The residuals ε of the fitted architectures sum to zero, so μ_C is
-their mean log C, which the data pin (with one or two architectures the free-mean form is a
-ridge between μ_C, σ_C and the residuals: 4x the leapfrog steps on simulated data); a new
-architecture's residual then has variance σ_C²(1 + 1/A). While the covariates fit the A
-architectures exactly (A <= 1 + the rank of their differences: one architecture, or two that
-differ in size) the residuals are not identified, the fit has none (`arch_saturated`), and a
-new architecture's residual spread is σ_C's prior (sampling both is a curved ridge: 2x the
-leapfrog steps). β is sampled in a rotated basis whose
-first coordinates are the directions in which the fitted architectures differ (the others do
-not touch the likelihood and stay independent standard normals). β's prior says capacity grows
-about in proportion to parameters (slope 1 on log parameters: ~2 bits/parameter at any size,
-Allen-Zhu & Li 2024, arXiv:2404.05405; Morris et al. 2025, arXiv:2505.24832); the other slopes
-are centred on 0.
-With one architecture β and σ_C are their priors, and predict says so.
-
-Scale: only log C_a − log θ_f is identified, so the reference family `data["reference"]` has
-θ = 1 by definition (C in that family's bits: "memorization-equivalent bits" for random-label
-memorization), and μ_C's prior is centred on the reference family's own levels (the design puts
-them around its boundary), not on every family's mixed units. The reference θ also counts as
-one draw from the family population, so a family outside the fit is predicted from N(μ_θ, σ_θ)
-with everything the fitted families say about it.
-
-Correlated seeds (issue 24): the seeds of one cell share its level, data distribution and
-budget, and on real data they mostly agree: a level near the boundary is learned by 4 of 4
-seeds or by none, which independent Bernoulli draws at P ~ 0.3-0.7 would rarely give, so the
-binomial scored boundary cells as surprises (randomized-PIT 90 % coverage 0.75 at boundary
-levels on the 2-core default, docs/meta-model.md). A cell's success count is beta-binomial,
-
-    successes ~ BetaBinomial(n, P φ, (1 − P) φ),  φ = 1/ρ − 1,
-
-the seeds' outcomes having intra-cell correlation ρ (one for all cells; Williams 1982, "Extra-
-binomial variation in logistic linear models", Appl. Stat. 31; Skellam 1948). Its mean is the
-curve's P, so every P above keeps its meaning; ρ → 0 is the binomial. It replaces the lapse
-rates of the first issue-24 model (λ_learn + (1 − λ_learn − λ_fail) · sigmoid, Wichmann & Hill
-2001), which explained the same odd seeds by a floor and a ceiling on P: fitted together with ρ
-the two trade off (max R-hat 1.043, bulk ESS 116 on the real default), and ρ alone fits it with
-R-hat 1.003.
-
-Slopes saturate (issue 24): κ_f = k / (1 + (k / κ_max)^4)^(1/4) of a log-normal k, so κ ≈ k
-below ~20 and never exceeds κ_max = 30 per log-bit (P from 0.05 to 0.95 within a factor 1.1 of
-bits, finer than any level spacing the design trains: the data cannot tell 30 from infinity).
-Diagnosed on simulated sharp families (κ 10-15, near-separable cells): the divergent draws sat
-at κ ≈ 36-49 against a bulk at 15-17, where the likelihood is flat in κ and its curvature in the
-level effects grows as κ²; with the cap the tail of k is its prior, which NUTS samples easily.
-
-Parameterization (Papaspiliopoulos et al. 2007; Betancourt & Girolami 2013, arXiv:1312.0906):
-C_a, κ_f and δ_l are non-centred (few architectures, many weakly informed levels: funnels in
-the centred form); a fitted family's θ_f is centred, through its boundary (see `model`), when
-its cells bracket the boundary (one learned by at least half its seeds, one by fewer:
-`meta_cells.bracketed`), and non-centred when they bound it on one side only, where the centred
-form is a funnel in σ_θ (issue 24: on data seed 2's fold 3, copying learned at every level, 127
-divergences and R-hat 1.061 centred; 0 and 1.004 non-centred, same key). On simulated data with
-2,000 runs these choices cut NUTS (Hoffman & Gelman 2011, arXiv:1111.4246) from 254 to ~35
-leapfrog steps per draw. One call is one fit; sizes come from array shapes;
-held-out cells enter with trials = 0, so every fit of a table has one shape (meta_cells.py).
+Details: docs/design.md#jaxcapmetamodelpy.
 """
 
 from __future__ import annotations

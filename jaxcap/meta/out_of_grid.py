@@ -2,17 +2,12 @@
 
     python -m jaxcap.meta.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
 
-The held-out designs of jaxcap/meta/validate.py hold out cells of the calibrate table itself:
-the same seeds' runs, levels the design picked. A user asks about other levels, trained
-another day. Here the posterior of a calibrate run predicts every cell of other population
-workdirs (their best setting per level, as the table keeps it), each level as a new level (its
-effect drawn from its family's spread, even when its value was fitted: the seeds are new), and
-is scored with jaxcap/meta/scores.py (Brier, log loss, AUC, randomized-PIT coverage and
-interval widths) against two baselines fitted on the calibrate table: its base rate and each
-family's own success rate (the best a forecaster without a difficulty covariate can do).
-Architectures are matched by their model fields; a family or architecture outside the fit is
-a one-line error (out-of-grid means new levels, not new tasks: those are
-leave-one-family-out's, validate.py).
+validate.py holds out cells of the calibrate table itself; a user asks about other levels,
+trained another day. Here a calibrate run's posterior predicts every cell of other population
+workdirs, each level as a new level, scored with jaxcap/meta/scores.py against the calibrate
+table's base rate and per-family rates. A family or architecture outside the fit is an error.
+
+Details: docs/design.md#jaxcapmetaout_of_gridpy.
 """
 
 from __future__ import annotations
@@ -37,22 +32,20 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
     """Predict every cell of `new` from `posterior` (fitted on `fitted`) and score it."""
     rng = np.random.default_rng(seed)
     meta = posterior.meta
-    arch_of = {json.dumps(m, sort_keys=True): a for a, m in enumerate(meta["archs"])}
+    arch_of = {json.dumps(m, sort_keys=True): a for a, m in enumerate(meta.archs)}
     y_fit = np.array([r.success for r in fitted.rows], np.float64)
     fam_fit = np.array([fitted.families[r.family] for r in fitted.rows])
     rows, cells_out, seen_levels = [], [], 0
     for (a_new, f_new, lv), group in _cells(new).items():
         name = new.families[f_new]
         key = json.dumps(new.archs[a_new], sort_keys=True)
-        if name not in meta["families"] or key not in arch_of:
-            what = (
-                f"family {name}" if name not in meta["families"] else f"architecture {new.arch_label(a_new)}"
-            )
+        if name not in meta.families or key not in arch_of:
+            what = f"family {name}" if name not in meta.families else f"architecture {new.arch_label(a_new)}"
             raise ValueError(f"--workdirs: {what} is not in the fit; out-of-grid scores new levels only")
-        f, a = meta["families"].index(name), arch_of[key]
+        f, a = meta.families.index(name), arch_of[key]
         level = new.levels[lv]
         fields = {k: v for k, v in level["fields"].items()}
-        seen_levels += any(x["family"] == f and x["fields"] == fields for x in meta["levels"])
+        seen_levels += any(x.family == f and x.fields == fields for x in meta.levels)
         log_b = np.log([level["bits"]])
         p = success_probability(posterior.draws, log_b, rng, arch=a, family=f)[:, 0]
         typical = success_probability(posterior.draws, log_b, rng, arch=a, family=f, marginal=True)[:, 0]

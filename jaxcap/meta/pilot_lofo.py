@@ -25,6 +25,7 @@ from jaxcap.meta.cells import cell_data, reference_of, stack_folds
 from jaxcap.meta.data import Table
 from jaxcap.meta.fit import NutsSettings, diagnose, flatten, fold_draws, run_nuts
 from jaxcap.meta.posterior import Posterior
+from jaxcap.meta.posterior_meta import PosteriorMeta
 
 MIN_TABLE_FAMILIES = meta_splits.MIN_FAMILIES + 1  # a fold keeps MIN_FAMILIES
 PRIOR_NUTS = NutsSettings(warmup=500, samples=1000, chains=4)  # a new family's prior needs no more
@@ -54,11 +55,11 @@ def _read_cache(path: Path, stamp: dict) -> tuple[dict, np.ndarray, dict] | None
         return None
     try:
         with np.load(path) as z:
-            meta = json.loads(str(z["meta"]))
-            if meta.get("stamp") != stamp:
+            saved = json.loads(str(z["meta"]))  # the cache's own record, not a posterior's
+            if saved.get("stamp") != stamp:
                 return None
             draws = {k[len("draws/") :]: z[k] for k in z.files if k.startswith("draws/")}
-            return draws, z["diverging"], meta
+            return draws, z["diverging"], saved
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):  # a damaged cache is refitted, not trusted
         return None
 
@@ -107,7 +108,7 @@ def family_folds(
         out.append(
             {
                 "family": fold.name,
-                "posterior": Posterior(flat, {"families": table.families, "reference": ref}),
+                "posterior": Posterior(flat, PosteriorMeta(families=table.families, reference=ref)),
                 "reference": table.families[ref],
                 "diagnostics": diag,
             }

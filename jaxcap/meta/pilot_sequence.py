@@ -1,19 +1,11 @@
 """A new family's pilot levels one after another: the running fit and the rules that pick the next.
 
-Both measurements of the pilot design (leave one family out with k pilots, pilot_holdout.py;
-runs to a boundary on simulated families, pilot_sim.py) run one loop: a rule names the next
-level(s) and seeds, the world answers with the seeds' outcomes, the fit (pilot.py) takes them in.
-* `design`: the pilot of largest expected information gain about b* (information.py; the Ψ
-  method, Kontsevich & Tyler 1999; QUEST+, Watson 2017), seeds from `SEED_OPTIONS`;
-* `design4`: the same with `LEVEL_SEEDS` seeds always (equal runs per level with bisection);
-* `bisection`: information.bisection_pilot, `LEVEL_SEEDS` seeds (the model-free baseline);
-* `bisection_grid`: calibrate's own design (design.py): a spanning grid of `GRID` levels as one
-  pass, then one bisection level a pass;
-* `design_after_grid`: the same grid, then `design` pilots;
-* `information_grid`: the same grid, then calibrate's `information` rounds (boundary_design.py:
-  one level a pass by its gain under a prior that knows no other family).
-`PilotLog` adds each pilot's log-likelihood once (n pilots cost n likelihoods, where fit_family
-on all of them after each would cost n²/2); its fit is fit_family's.
+Both measurements of the pilot design (pilot_holdout.py, pilot_sim.py) run one loop: a rule
+names the next level(s) and seeds, the world answers with outcomes, the fit (pilot.py) takes them
+in. The rules: the pilot of largest expected information gain about b* (the Ψ method, Kontsevich
+& Tyler 1999; QUEST+, Watson 2017), bisection, and calibrate's own grid-then-boundary designs.
+
+Details: docs/design.md#jaxcapmetapilot_sequencepy.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot import Particles, weighted_quantile
 from jaxcap.meta.pilot_sequence import LEVEL_SEEDS
 from jaxcap.meta.posterior import Posterior
+from jaxcap.meta.posterior_meta import PosteriorMeta
 
 PRIOR_MASS = 0.99  # the candidates span this central mass of the prior b* (by default)
 
@@ -47,7 +48,7 @@ def synthetic_posterior(draws: int = 2000, seed: int = 0) -> Posterior:
             "sigma_level": np.abs(r.normal(0.3, 0.1, (draws, 3))),
             "rho": r.beta(4.0, 4.0, draws),
         },
-        {"source": "synthetic"},
+        PosteriorMeta(extra={"source": "synthetic"}),
     )
 
 

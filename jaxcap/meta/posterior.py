@@ -8,12 +8,9 @@ group names its coordinates: a cell (one architecture, family and level) carries
 (`cell_arch_label`, `cell_family_label`, `cell_level_label`; `constant_data` also holds the
 model's integer indices `cell_arch`, ...), and `posterior_predictive.successes` is one draw of
 each cell's success count per posterior draw from the model's own likelihood (beta-binomial of
-the cell's P and ρ), so
+the cell's P and ρ), so `az.plot_ppc` compares the observed counts with replicated ones.
 
-    idata = az.from_netcdf("runs/calibrate/posterior.nc"); az.plot_ppc(idata)
-
-compares the observed counts with replicated ones. Readers of a fit (report, predict,
-out-of-grid, enhance) need only this module, not the sampler (jaxcap/meta/fit.py).
+Details: docs/design.md#jaxcapmetaposteriorpy.
 """
 
 from __future__ import annotations
@@ -25,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+
+from jaxcap.meta.posterior_meta import PosteriorMeta
 
 SITES = {  # saved sites and their dims beyond (chain, draw)
     "mu_log_C": (),
@@ -46,33 +45,33 @@ SITES = {  # saved sites and their dims beyond (chain, draw)
 @dataclasses.dataclass
 class Posterior:
     draws: dict[str, np.ndarray]  # site -> [chain * draw, ...]
-    meta: dict  # archs, arch_labels, families, levels, reference, diagnostics, ...
+    meta: PosteriorMeta  # the labels, the reference family, how the fit ran
 
     def family_index(self, name: str) -> int | None:
-        return self.meta["families"].index(name) if name in self.meta["families"] else None
+        return self.meta.family_index(name)
 
 
-def _coords(meta: dict) -> dict:
+def _coords(meta: PosteriorMeta) -> dict:
     return {
-        "arch": meta["arch_labels"],
-        "family": meta["families"],
-        "level": [f"{meta['families'][lv['family']]} {lv['label']}" for lv in meta["levels"]],
-        "covariate": meta["arch_covariates"],
+        "arch": meta.arch_labels,
+        "family": meta.families,
+        "level": [meta.level_name(i) for i in range(len(meta.levels))],
+        "covariate": meta.arch_covariates,
     }
 
 
-def _posterior_group(draws: dict[str, np.ndarray], meta: dict) -> xr.Dataset:
+def _posterior_group(draws: dict[str, np.ndarray], meta: PosteriorMeta) -> xr.Dataset:
     """The `posterior` group: every site [chain, draw, ...] with its labels, the meta as JSON."""
     n_chain, n_draw = draws["mu_log_C"].shape[:2]
     base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
     return xr.Dataset(
         {k: (("chain", "draw", *SITES[k]), v) for k, v in draws.items()},
         coords={**base, **_coords(meta)},
-        attrs={"jaxcap": json.dumps(meta), "inference_library": "numpyro"},
+        attrs={"jaxcap": json.dumps(meta.to_json()), "inference_library": "numpyro"},
     )
 
 
-def _cell_coords(meta: dict, data: dict) -> dict:
+def _cell_coords(meta: PosteriorMeta, data: dict) -> dict:
     """The `cell` dimension's coordinates: its index and each cell's architecture, family and
     level in words."""
     coords = _coords(meta)
@@ -175,10 +174,10 @@ def save_draws(path: str | Path, posterior: Posterior) -> Path:
     return path
 
 
-def read_meta(path: str | Path) -> dict:
-    """Only the JSON metadata of a posterior.nc (labels, diagnostics, the stamp of its fit)."""
+def read_meta(path: str | Path) -> PosteriorMeta:
+    """Only the metadata of a posterior.nc (labels, diagnostics, the stamp of its fit)."""
     with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
-        return json.loads(ds.attrs["jaxcap"])
+        return PosteriorMeta.from_json(json.loads(ds.attrs["jaxcap"]))
 
 
 def load_posterior(path: str | Path) -> Posterior:
@@ -187,7 +186,7 @@ def load_posterior(path: str | Path) -> Posterior:
     if path.is_dir():
         path = path / "posterior.nc"
     with xr.open_dataset(path, group="posterior", engine="h5netcdf") as ds:
-        meta = json.loads(ds.attrs["jaxcap"])
+        meta = PosteriorMeta.from_json(json.loads(ds.attrs["jaxcap"]))
         # a posterior saved before a site existed (rho) loads without it; one saved with a site
         # the model no longer has (the lapse rates of an earlier model) loads without that
         draws = {k: ds[k].values.reshape(-1, *ds[k].shape[2:]) for k in SITES if k in ds}

@@ -2,21 +2,12 @@
 
     python -m jaxcap.meta.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
 
-Each workdir is one calibrate run with its own data seed (`--config.seed=<s>`: every member's
-init, data split and batches change); its `validation.json` holds the held-out scores of one
-fit. One run's Brier or coverage mixes the meta-model's quality with the luck of that run's
-seeds (issue 24: 0.053 and 0.091 for the same config), so the table reports, per split and
-method, the mean and the [min, max] over runs, and the number of runs it rests on. A split
-that a run refused or did not score is left out of that split's count, not scored as zero.
-Replicated evaluation over independent training runs, not over bootstrap resamples of one
-(Bouthillier et al. 2021, arXiv:2103.03098: the data and init seeds are the variance that
-matters for a comparison).
+One run's Brier or coverage mixes the meta-model's quality with the luck of its seeds, so the
+table reports, per split and method, the mean and [min, max] over runs with different data seeds
+(replicated over training runs, not bootstrap resamples: Bouthillier et al. 2021,
+arXiv:2103.03098), and PIT coverage pooled over runs with a Jeffreys interval.
 
-PIT coverage is also pooled: the held-out cells of every run counted together, with a Jeffreys
-90 % interval for the coverage rate (Brown, Cai & DasGupta 2001). A run has 4-6 boundary cells
-and ~20 grid cells, so one run's coverage moves in steps of 0.05-0.25 and its sampling sd is
-~0.07-0.15 even when the intervals are calibrated: the pooled interval says whether a miss of
-the nominal 0.90 is a miss or noise.
+Details: docs/design.md#jaxcapmetareplicatespy.
 """
 
 from __future__ import annotations

@@ -27,20 +27,20 @@ from jaxcap.reports.figures import new_figure, save_figure
 
 def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.Generator) -> Path:
     meta, d = posterior.meta, posterior.draws
-    n_f = len(meta["families"])
+    n_f = len(meta.families)
     fig, axes = new_figure((4.2 * n_f, 3.8), 1, n_f, squeeze=False)
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
     bstar = boundary_bits(d)
     for f, ax in enumerate(axes[0]):
         bits = [lv["bits"] for lv in table.levels if lv["family"] == f]
         grid = np.geomspace(min(bits) / 1.5, max(bits) * 1.5, 60)
-        for a in range(len(meta["arch_labels"])):
+        for a in range(len(meta.arch_labels)):
             color = colors[a % len(colors)]
             # a typical new level: its effect integrated out (the bands are what the fit does not know)
             p = success_probability(d, np.log(grid), rng, arch=a, family=f, marginal=True)
             ax.fill_between(grid, *np.quantile(p, [0.05, 0.95], axis=0), color=color, alpha=0.15, lw=0)
             ax.fill_between(grid, *np.quantile(p, [0.25, 0.75], axis=0), color=color, alpha=0.25, lw=0)
-            ax.plot(grid, p.mean(0), color=color, label=arch_words(meta["arch_labels"][a]))
+            ax.plot(grid, p.mean(0), color=color, label=arch_words(meta.arch_labels[a]))
             lo, mid, hi = np.quantile(bstar[:, a, f], [0.05, 0.5, 0.95])
             ax.axvline(mid, color=color, ls="--", lw=1)
             ax.axvspan(lo, hi, color=color, alpha=0.07)
@@ -61,7 +61,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
         ax.set_ylim(-0.03, 1.03)
-        ax.set_title(meta["families"][f] + (" (θ = 1)" if f == meta["reference"] else ""))
+        ax.set_title(meta.families[f] + (" (θ = 1)" if f == meta.reference else ""))
         covariate = next(lv.get("covariate", "complexity") for lv in table.levels if lv["family"] == f)
         ax.set_xlabel(f"{covariate} (bits)")
     axes[0][0].set_ylabel("P(success)")
@@ -114,8 +114,8 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     ax.set_ylim(top=top * 4)  # every budget on the axis, however far above C it is
     names = [arch_words(a["label"]).replace(": ", "\n").replace(", ", "\n") for a in tables["archs"]]
     ax.set_xticks(range(1, c.shape[1] + 1), names, fontsize=6)
-    ref = posterior.meta["families"][posterior.meta["reference"]]
-    ax.set_ylabel("C (bits stored at saturation)" if posterior.meta.get("anchor") else f"C (bits of {ref})")
+    ref = posterior.meta.families[posterior.meta.reference]
+    ax.set_ylabel("C (bits stored at saturation)" if posterior.meta.anchor else f"C (bits of {ref})")
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.01), frameon=False)  # never over a budget
     return save_figure(fig, path)
 

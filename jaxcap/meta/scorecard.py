@@ -3,7 +3,7 @@
 Per design (jaxcap/meta/splits.py) a table of Brier, log loss, AUC (pooled and within family),
 randomized-PIT coverage with median interval widths, for the meta-model and the four baselines;
 for held-out levels, the spanning grid and the boundary levels separately with the Brier
-decomposition and the replicate floor; the issue-16 targets with each measured number; the
+decomposition and the replicate floor; the validation targets with each measured number; the
 folds' NUTS diagnostics; refused folds with their reason; and, plainly, every design on which
 the meta-model loses to a baseline.
 """
@@ -123,7 +123,7 @@ def sampler_health(diag: dict, valid: dict) -> list[str]:
 
 
 def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
-    """(target, measured, required, met) for issue 16's done-when list."""
+    """(target, measured, required, met) for the validation targets (docs/meta-model.md)."""
     s, out = valid.get("scores", {}), []
     grid = s.get("levels:grid") or s.get("levels")
     if grid:
@@ -149,7 +149,7 @@ def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
             )
         )
     shown: list[dict] = []  # the grid levels are the held-out levels when no boundary level was added
-    for kind in ("levels", "levels:grid", "levels:boundary"):  # issue 24: calibrated at both ends
+    for kind in ("levels", "levels:grid", "levels:boundary"):  # calibrated at both ends
         if kind in s and s[kind] not in shown:
             shown.append(s[kind])
             m = s[kind]["meta_model"]
@@ -226,7 +226,8 @@ def scorecard(valid: dict) -> list[str]:
         "**Where the meta-model loses to a baseline:** " + ("; ".join(lost) if lost else "nowhere."),
         "",
     ]
-    out += ["Targets (issue 16):", "", "| target | measured | required | met |", "|---|---|---|---|"]
+    out += ["Targets of the meta-model's validation:", ""]
+    out += ["| target | measured | required | met |", "|---|---|---|---|"]
     out += [f"| {t} | {m} | {r} | {'yes' if ok else '**no**'} |" for t, m, r, ok in targets(valid)]
     out += [
         "",

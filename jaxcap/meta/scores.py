@@ -1,21 +1,11 @@
 """Scores of held-out predictions: Brier and its decomposition, log loss, AUC, reliability, PIT.
 
-* Brier score (Brier 1950) with Murphy's (1973) decomposition Brier = REL − RES + UNC, grouped
-  by cell (every run of a cell gets the same forecast, so the identity is exact);
-* the irreducible floor: a forecaster who knew each cell's true success rate p would still score
-  p (1 − p) per run; k (n − k) / (n (n − 1)) estimates it without bias from a cell's n seed
-  replicates with k successes (the unbiased binomial variance);
-* log loss (mean negative log predictive probability: the pointwise elpd of Vehtari et al. 2017,
-  arXiv:1507.04544, with the sign flipped), ROC AUC (Mann-Whitney form, ties counted half),
-  pooled and within each family; a reliability table (Murphy & Winkler 1977);
-* for the meta-model, randomized PIT coverage of each held-out cell's success count (Czado,
-  Gneiting & Held 2009: u = F(k−1) + V (F(k) − F(k−1)) is uniform under a calibrated forecast,
-  so u in the central 50% / 90% interval that often), with the median width of the 50% / 90%
-  credible intervals of P(success) (an interval of [0, 1] covers everything and says nothing).
-  The count is scored on the predictive of one new level (a fresh level effect per draw, and
-  the model's beta-binomial spread of a cell's seeds around its P); the
-  interval is that of a typical level's P, the level effect integrated out (issue 24: with a
-  fresh effect a boundary level's P is 0 or 1 by luck of the draw, and its interval [0, 1]).
+Brier with Murphy's (1973) decomposition and the seed-replicate floor p (1 − p); log loss and
+ROC AUC, pooled and per family; a reliability table; and for the meta-model, randomized PIT
+coverage of each held-out cell's success count (Czado, Gneiting & Held 2009) with the widths of
+its credible intervals (an interval of [0, 1] covers everything and says nothing).
+
+Details: docs/design.md#jaxcapmetascorespy.
 """
 
 from __future__ import annotations

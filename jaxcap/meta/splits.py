@@ -1,21 +1,11 @@
 """Held-out splits of a meta-model table: which cells each validation fit does not see.
 
-Four designs, each asking one of the user's questions:
+Four designs, one per user question: `levels` (K-fold over each family's levels:
+interpolation), `top` (each family's hardest levels: extrapolation), `families` (leave one family
+out) and `archs` (leave one architecture out). Model choices are made on a development split that
+reports never quote (Cawley & Talbot 2010).
 
-* `levels`: K-fold over each family's levels (interpolation: a new level between known ones),
-  stratified so that no fold holds out all of a family's successes or all of its failures
-  (a fold that did would test the prior, not the model), repeated over fold seeds;
-* `top`: per family, its hardest levels (extrapolation: is the next harder level learnable?);
-  the family keeps at least one level with a success and one with a failure;
-* `families`: leave one family out (a new task family), refused, with the reason, while the
-  fit would keep fewer than `MIN_FAMILIES` families: the family population's spread would be
-  its prior;
-* `archs`: leave one architecture out (a new architecture through the covariate regression),
-  refused, with the reason, while the table has fewer than `MIN_ARCHS`.
-
-Model choices (priors, sampler settings, the model's form) are made on the development split,
-fold seed `DEV_SEED` of the `levels` design, which reports never quote (Cawley & Talbot 2010,
-JMLR 11: selecting and scoring on one split is optimistic).
+Details: docs/design.md#jaxcapmetasplitspy.
 """
 
 from __future__ import annotations

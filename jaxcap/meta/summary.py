@@ -21,8 +21,8 @@ def posterior_tables(posterior: Posterior) -> dict:
     d, meta = posterior.draws, posterior.meta
     c = np.exp(d["log_C"])
     archs = []
-    for a, label in enumerate(meta["arch_labels"]):
-        b = meta["budgets"][a]
+    for a, label in enumerate(meta.arch_labels):
+        b = meta.budgets[a]
         archs.append(
             {
                 "label": label,
@@ -37,21 +37,21 @@ def posterior_tables(posterior: Posterior) -> dict:
     families = [
         {
             "name": n,
-            "reference": f == meta["reference"],
+            "reference": f == meta.reference,
             "theta": summarize(np.exp(d["log_theta"][:, f])),
             "kappa": summarize(d["kappa"][:, f]),
             "sigma_level": summarize(d["sigma_level"][:, f]),
         }
-        for f, n in enumerate(meta["families"])
+        for f, n in enumerate(meta.families)
     ]
     bstar = boundary_bits(d)
     boundaries = [
-        {"arch": meta["arch_labels"][a], "family": n, "bits": summarize(bstar[:, a, f])}
+        {"arch": meta.arch_labels[a], "family": n, "bits": summarize(bstar[:, a, f])}
         for a in range(len(archs))
-        for f, n in enumerate(meta["families"])
+        for f, n in enumerate(meta.families)
     ]
     hyper = {k: summarize(d[k]) for k in ("sigma_log_theta", "sigma_log_kappa", "sigma_log_C")}
-    beta = {k: summarize(d["beta"][:, j]) for j, k in enumerate(meta["arch_covariates"])}
+    beta = {k: summarize(d["beta"][:, j]) for j, k in enumerate(meta.arch_covariates)}
     return {"archs": archs, "families": families, "boundaries": boundaries, "hyper": hyper, "beta": beta}
 
 
@@ -62,11 +62,9 @@ def _ci(s: dict, fmt: str = ".3g") -> str:
 def headline(posterior: Posterior, valid: dict) -> str:
     """The answer in a few lines (printed at the end of a calibrate run)."""
     t, meta = posterior_tables(posterior), posterior.meta
-    ref = meta["families"][meta["reference"]]
+    ref = meta.families[meta.reference]
     unit = (
-        f"bits stored at saturation, θ_{ref} from the fit"
-        if meta.get("anchor")
-        else f"bits of {ref}, θ_{ref} = 1"
+        f"bits stored at saturation, θ_{ref} from the fit" if meta.anchor else f"bits of {ref}, θ_{ref} = 1"
     )
     lines = [f"effective capacity C ({unit}; median [90% interval]):"]
     lines += [f"  {a['label']}: C = {_ci(a['C'])}" for a in t["archs"]]
@@ -118,19 +116,19 @@ def monotone_md(checks: list[dict]) -> list[str]:
 def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict] = ()) -> str:
     """report.md: the model, the scale, NUTS diagnostics, the tables, validation, the figures."""
     t, meta = posterior_tables(posterior), posterior.meta
-    ref = meta["families"][meta["reference"]]
-    diag = meta["diagnostics"]
+    ref = meta.families[meta.reference]
+    diag = meta.diagnostics
     lines = [
         "# Capacity meta-model",
         "",
-        *sampler_health(diag, valid),
+        *sampler_health(diag.to_json(), valid),
         "",
-        f"{meta['n_rows']} runs: {len(meta['arch_labels'])} architecture(s) x "
-        f"{len(meta['families'])} families "
-        f"({', '.join(meta['families'])}), {len(meta['levels'])} levels. Model: logit P(success) = "
+        f"{meta.n_rows} runs: {len(meta.arch_labels)} architecture(s) x "
+        f"{len(meta.families)} families "
+        f"({', '.join(meta.families)}), {len(meta.levels)} levels. Model: logit P(success) = "
         "κ_f (log C_a − log θ_f − δ_level − log bits) (jaxcap/meta/model.py).",
-        f"Scale: {anchor_line(meta['anchor'])}."
-        if meta.get("anchor")
+        f"Scale: {anchor_line(meta.anchor)}."
+        if meta.anchor
         else f"Scale: θ_{ref} = 1, so C is in bits of `{ref}`"
         + (
             " (memorization-equivalent bits)."
@@ -138,17 +136,17 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
             else f" — no random-data family in the fit, so `{ref}` is the named reference family."
         ),
         "",
-        f"NUTS: {meta['nuts']['chains']} chains ({meta['nuts']['chain_method']}) x "
-        f"{meta['nuts']['warmup']} warmup + {meta['nuts']['samples']} draws, {meta['seconds']:.1f} s; "
-        f"max R-hat {diag['max_rhat']:.3f}, "
-        f"min ESS {diag['min_ess']:.0f}, {diag['divergences']} divergences."
+        f"NUTS: {meta.nuts.chains} chains ({meta.nuts.chain_method}) x "
+        f"{meta.nuts.warmup} warmup + {meta.nuts.samples} draws, {meta.seconds:.1f} s; "
+        f"max R-hat {diag.max_rhat:.3f}, "
+        f"min ESS {diag.min_ess:.0f}, {diag.divergences} divergences."
         + (
             f" Seeds of one cell agree beyond their P: intra-cell correlation ρ "
             f"{_ci(summarize(posterior.draws['rho']))}."
             if "rho" in posterior.draws
             else ""
         ),
-        *[f"**Warning**: {w}" for w in diag["warnings"]],
+        *[f"**Warning**: {w}" for w in diag.warnings],
         "",
         "## Effective capacity C per architecture (median [90% interval])",
         "",
@@ -169,9 +167,9 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
         "| family | covariate | θ (difficulty per bit) | κ (slope) | level spread σ_f (log-bits) |",
         "|---|---|---|---|---|",
     ]
-    covariates = {lv["family"]: lv.get("covariate", "complexity_bits") for lv in meta["levels"]}
+    covariates = {lv.family: lv.covariate or "complexity_bits" for lv in meta.levels}
     for f, fam in enumerate(t["families"]):
-        theta = "1 (reference)" if fam["reference"] and not meta.get("anchor") else _ci(fam["theta"])
+        theta = "1 (reference)" if fam["reference"] and not meta.anchor else _ci(fam["theta"])
         lines.append(
             f"| {fam['name']} | {covariates.get(f)} | {theta} | {_ci(fam['kappa'])} | "
             f"{_ci(fam['sigma_level'])} |"
@@ -190,17 +188,17 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
         f"Family sd of log θ {_ci(h['sigma_log_theta'])}, of log κ {_ci(h['sigma_log_kappa'])}; "
         f"architectures: residual sd of log C {_ci(h['sigma_log_C'])}, slopes on "
         + ", ".join(f"{k} {_ci(v)}" for k, v in t["beta"].items())
-        + (" (one architecture: these are the priors)." if len(meta["archs"]) == 1 else "."),
+        + (" (one architecture: these are the priors)." if len(meta.archs) == 1 else "."),
         "",
         "## Levels (nominal bits and the model's covariate)",
         "",
         "| family | level | nominal bits | covariate bits | design | fitted effect δ (log-bits) |",
         "|---|---|---|---|---|---|",
     ]
-    for i, lv in enumerate(meta["levels"]):
+    for i, lv in enumerate(meta.levels):
         lines.append(
-            f"| {meta['families'][lv['family']]} | {lv['label']} | {lv['complexity_bits']:.4g} | "
-            f"{lv.get('bits', lv['complexity_bits']):.4g} | {lv.get('design', 'grid')} | "
+            f"| {meta.families[lv.family]} | {lv.label} | {lv.complexity_bits:.4g} | "
+            f"{lv.complexity_bits if lv.bits is None else lv.bits:.4g} | {lv.design or 'grid'} | "
             f"{_ci(summarize(posterior.draws['level_effect'][:, i]), '.2f')} |"
         )
     lines.append("")

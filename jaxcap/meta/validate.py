@@ -6,13 +6,7 @@ leave one architecture out (>= 3 architectures). Every fitted fold refits the me
 the baselines (jaxcap/meta/baselines.py) on the rest; the meta-model's folds run one after
 another through one compiled sampler (jaxcap/meta/fit.py: the data are its arguments).
 
-A held-out level is predicted as a new level (a fresh level effect from its family's spread), a
-held-out family as a new family from the family population, a held-out architecture as a new
-architecture through the covariate regression: what `jaxcap.predict` does for a user's query.
-Scores (jaxcap/meta/scores.py) per design; the `levels` design also separately on the levels
-of the spanning grid and on the boundary levels added by bisection (`design` of a level, set by
-calibrate), with the Brier decomposition and the replicate floor. Per fold: R-hat, ESS and
-divergences.
+Details: docs/design.md#jaxcapmetavalidatepy.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Multi-head self-attention for short sequences, written for the memory-bandwidth limit.
 
-One member's attention over T positions: scaled dot-product scores, a float32 softmax, the
-value mix [1]. Three choices make it cheap for the short sequences jaxcap trains (T of 4-50):
-
-- **One projection GEMM.** Queries, keys and values are three linear maps of the same input;
-  `project` puts their kernels side by side, so the input is read once (and its gradient
-  written once). The parameters stay three layers, so checkpoints, parameter counts, QAT
-  ranges and grouped key/value shapes are those of separate projections.
-- **Queries only where the output is read.** Given `read` (a static slice of positions), keys
-  and values cover every position but queries, scores and the mix only the positions read:
-  the last block of a `readout='last'` model computes one query per example instead of T.
-- **Broadcast-multiply-reduce for short T on accelerators.** For T <= `broadcast_max_len()`
-  the scores and the mix are elementwise products summed over one axis, which XLA:GPU fuses
-  into one reduction each (reading q, k, v once, in float32 registers). The batched-GEMM form
-  runs P·B·H tiny T x d_head x T products with transposes around them: at T = 4 that was 18%
-  of a step's matmul traffic for 0.5% of its flops. XLA:CPU instead materializes the
-  [B, T, T, H, d_head] product before reducing it (the small preset trained 1.5-2.5x slower
-  on a 2-core CPU), so CPU runs keep the GEMM form. Both forms compute the same function
-  (tested).
-
-Grouped key/value heads: `n_kv_heads` < n_heads shares each key/value head among a group of
-query heads (grouped-query attention [2]; 1 = multi-query attention [3]).
+Details: docs/design.md#jaxcapmodelsattentionpy.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head

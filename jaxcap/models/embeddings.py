@@ -5,13 +5,7 @@ Positions (`ModelConfig.pos_encoding`): 'sinusoidal' adds the fixed sin/cos tabl
 features (x_i, x_{i+D/2}) by the angle t·θ_i, θ_i = 10000^(-2i/D), at position t [2], so the
 score of positions (s, t) depends on s - t only; nothing is added to the residual stream.
 
-Angular numbers (`angular`, after [3]): a task whose token ids 0, 1, ..., n-1 are the numbers
-0..n-1 modulo N can show them to the model as the point (cos 2πn/N, sin 2πn/N) on the circle
-instead of a free table row ('input': a learned 2 -> d_model map of that point), and/or read
-its answer c in [0, N) as an angle ('output': the head emits a 2-vector u and the logit of
-class c is u · (cos 2πc/N, sin 2πc/N), a von Mises likelihood whose concentration is |u|).
-Both are periodic in N by construction. N comes from `angular_n`, or from the task when 0 (see
-`task_numbers`); the numeric token ids are [0, angular_tokens), N of them when 0.
+Details: docs/design.md#jaxcapmodelsembeddingspy.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.

@@ -1,17 +1,6 @@
 """Quantization-aware training: weights (and optionally activations) fake-quantized to k bits.
 
-With `ModelConfig.qat_bits = k` (k in 2, 3, 4, 8) every weight matrix — linear kernels,
-embedding tables, learned positions, i.e. every parameter with ndim >= 2 — is replaced in the
-forward pass by its k-bit affine quantization per tensor [2]: the 2^k levels
-lo + i·(hi - lo)/(2^k - 1), i = 0..2^k - 1, spanning the tensor's current [min, max]; each
-weight is rounded to the nearest level. Biases, norm scales and gates stay in float, as the
-integer kernels of [2] keep 32-bit biases. The float weights are the ones trained: the gradient
-passes through the rounding unchanged, the straight-through estimator of [1].
-
-`qat_activations=True` also quantizes the input of every linear layer to k bits with the same
-rule, using the range of the tensor at hand (per member and batch; [2] tracks a moving range,
-which a stateless forward cannot). Weight quantization happens in `make_apply` (the forward
-that training and evaluation use), so the module and its parameter tree are the float ones.
+Details: docs/design.md#jaxcapmodelsquantizepy.
 
 [1] Bengio, Léonard & Courville 2013, "Estimating or Propagating Gradients Through Stochastic
     Neurons for Conditional Computation", arXiv:1308.3432.

@@ -1,16 +1,6 @@
 """Residual variants: plain [1], scaled [2, 3], gated [4] and DenseFormer averaging [5].
 
-`ModelConfig.residual`:
-- 'standard': x + f(x) [1].
-- 'scaled': x + f(x)/√S with S = the number of sublayers of the model (2 per layer, 1 without
-  an MLP), so that the residual stream's variance stays O(1) with depth: the 1/√N scaling
-  that GPT-2 [2] applies to residual weights at init, applied in the forward pass instead;
-  DeepNet [3] scales the skip path instead for the same reason.
-- 'gated': x + α·f(x) with one learned scalar α per sublayer, initialized to 0 (ReZero [4]):
-  every layer starts as the identity and opens as training finds it useful.
-- 'dense': DenseFormer's depth-weighted average [5]: after block i the stream becomes
-  Σ_{j<=i+1} w_ij X_j over the embedding output X_0 and every block output X_1..X_{i+1}, with
-  learned weights initialized to pick the last one (so the model starts as the standard one).
+Details: docs/design.md#jaxcapmodelsresidualpy.
 
 [1] He et al. 2016, "Deep Residual Learning for Image Recognition", arXiv:1512.03385.
 [2] Radford et al. 2019, "Language Models are Unsupervised Multitask Learners" (GPT-2).

@@ -6,19 +6,7 @@ that every variant stays readable and vmaps without special cases. Dropout is ha
 too: its rate is a traced per-member value, which `nnx.Dropout` cannot take (it branches on
 `rate == 0` in Python).
 
-The step is memory-bandwidth-bound (its GEMMs have ~30-50 flop/byte), so the forward moves
-as few bytes as it can without changing the function it computes:
-- the last block of a `readout='last'` model computes keys and values at every position but
-  everything else (queries, attention output, MLP, final norm, head) only at the position
-  read: about a third of the flops and matmul traffic of a 2-layer model (`Block`'s `read`);
-- with a 16-bit `compute_dtype`, linear layers are cast once per forward (`make_apply`) and
-  run in that dtype; parameters, optimizer state, norms, softmax and loss stay float32, and
-  embedding lookups happen in the parameter dtype so their gradient scatters in float32.
-
-Variant switches of `ModelConfig` (all off by default) live in their own modules: norms.py,
-embeddings.py (rotary and angular embeddings), residual.py, quantize.py, attention.py
-(`n_kv_heads`). `mlp=False` is built here: it drops the MLP sublayer, leaving attention-only
-blocks.
+Details: docs/design.md#jaxcapmodelstransformerpy.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture", arXiv:2002.04745.

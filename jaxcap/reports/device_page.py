@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from jaxcap.reports.device_figures import figure
+from jaxcap.results.capacity_summary import CapacityReport
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import clean, read_jsonl
 
@@ -119,9 +120,9 @@ def grokking(study: Path) -> dict:
 
 
 def capacity(study: Path) -> dict:
-    summary = _json(study / "capacity" / "report" / "capacity.json")
+    report = CapacityReport.from_json(_json(study / "capacity" / "report" / "capacity.json"))
     keys = ["label", "n_params", "c_mem", "c_min", "c_max", "bits_per_param", "plateau", "is_capacity"]
-    return {"rows": [{k: a.get(k) for k in keys} for a in summary.get("architectures", [])]}
+    return {"rows": [{k: getattr(a, k) for k in keys} for a in report.architectures]}
 
 
 def calibrate(study: Path) -> dict:
@@ -135,11 +136,13 @@ def calibrate(study: Path) -> dict:
     posterior = meta_posterior.load_posterior(path)
     valid = _json(study / "calibrate" / "validation.json")
     rows = [{"architecture": a["label"], "C": a["C"]} for a in posterior_tables(posterior)["archs"]]
-    diag = posterior.meta.get("diagnostics")  # a C from a sampler that misses its targets says so
-    health = sampler_health(diag, valid) if diag else ["Sampler health: no diagnostics in posterior.nc"]
+    diag = posterior.meta.diagnostics  # a C from a sampler that misses its targets says so
+    health = (
+        sampler_health(diag.to_json(), valid) if diag else ["Sampler health: no diagnostics in posterior.nc"]
+    )
     return {
         "rows": rows,
-        "families": posterior.meta.get("families"),
+        "families": posterior.meta.families,
         "headline": headline(posterior, valid),
         "health": health,
     }

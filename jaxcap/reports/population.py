@@ -1,20 +1,10 @@
 """The population report's figures, drawn from a workdir's tables (never written to them).
 
-Each figure says one thing (docs/population.md shows them):
+Each figure says one thing (docs/population.md shows them): the success metric and the share of
+seeds that succeeded against complexity_bits (with chance, shortcut and threshold), the training
+dynamics, and the generalization gap; plus a per-level table of every final eval metric.
 
-- `accuracy_vs_complexity.png`: the success metric (a test score) vs complexity_bits, per-seed
-  points, median with min-max, one series per bucket series, learned levels filled, chance and
-  shortcut (where the task has one) per level, the threshold, and the learnability boundary only
-  where success is monotone in bits (`jaxcap.reports.learnability`); the y label says whether lower
-  is better (NMSE).
-- `success_vs_complexity.png`: how many seeds succeeded per level (k of n), whether the chance
-  predictor would, and the majority line that makes a level learned.
-- `dynamics.png`: the curves over training, one panel per metric with the levels overlaid
-  (`jaxcap.reports.dynamics`).
-- `generalization_gap.png`: the final gap (train minus val of the primary metric, sign
-  chosen so positive = overfitting; and val minus val_long where an out-of-length split
-  exists) vs complexity, and the median train-val gap over training per level.
-- a per-level Markdown table of every final eval metric (`report.md`, "Final metrics").
+Details: docs/design.md#jaxcapreportspopulationpy.
 """
 
 from __future__ import annotations

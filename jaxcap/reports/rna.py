@@ -1,16 +1,6 @@
 """Structure metrics of a trained RNA run, computed on the host from its workdir.
 
-The engine's eval scores per-position accuracy and exact structure match on device; two
-standard RNA measures need host code, so they are computed here after training, from the
-last checkpoint of every bucket:
-- base-pair F1 [1]: pairs are recovered from the predicted brackets by matching parentheses
-  (an unmatched bracket pairs with nothing), and compared with the label's pairs; F1 is
-  averaged over sequences (a sequence with no pair in either counts 1.0);
-- calibration against the Boltzmann ensemble (ViennaRNA labels only): the ensemble's
-  per-position probabilities of '.', '(' and ')' are the "true" soft label. `ensemble_tv` is the
-  mean total-variation distance between the model's softmax and them; `ensemble_ece` bins
-  positions by the model's confidence (10 equal bins) and averages |confidence − ensemble
-  probability of the predicted class| weighted by bin size (ECE [2] with soft targets).
+Details: docs/design.md#jaxcapreportsrnapy.
 
     python -m jaxcap.reports.rna --workdir runs/rna/...   # writes report/rna_structure.json
 
@@ -24,13 +14,11 @@ import json
 import sys
 
 import jax
-import ml_collections
 import numpy as np
 from absl import flags
 
 from jaxcap.config import cli
-from jaxcap.config.base import base_config
-from jaxcap.config.plan import make_buckets
+from jaxcap.config.base import build_plan, recorded_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
 from jaxcap.core.train import KEY_DATA, make_population
@@ -88,23 +76,13 @@ def _ensemble(task: rna.RnaStructure, key_data: np.ndarray, gc: float, split: st
     return np.pad(probs, ((0, 0), (0, task.padded_length - probs.shape[1]), (0, 0)))
 
 
-def _merge(into: dict, new: dict) -> None:
-    for key, value in new.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
-
-
 def evaluate_workdir(workdir: str, splits=("val", "test", "val_long")) -> list[dict]:
     """One row per member and split: its knobs, bucket and structure scores."""
     store = Store(workdir)
     # defaults first, so a workdir written before a field existed still plans
-    config = base_config("rna").to_dict()
-    _merge(config, json.loads(store.config_path.read_text()))
-    config = ml_collections.ConfigDict(config)
+    config = recorded_config(json.loads(store.config_path.read_text()), defaults=True)
     rows = []
-    for bucket in make_buckets(config):
+    for bucket in build_plan(config).buckets:
         program = make_population(bucket.settings, bucket.task, bucket.model)
         keys, hparams = stack(bucket.members, config.seed)
         ckpts = PopulationCheckpoints(store.ckpt_path / bucket.name)

@@ -1,33 +1,12 @@
 """curves.zarr: the dense copy of evals.jsonl, one Zarr v3 group per bucket, with units.
 
-TensorStore writes the numbers (it appends one eval at a time without rewriting what is there);
-zarr-python writes the groups, the string arrays and the consolidated metadata, in the layout
-xarray and zarr-python read, so the curves open in the tools people already use:
+TensorStore appends the numbers one eval at a time; zarr-python writes the groups, string arrays
+and consolidated metadata in the layout xarray reads, so the curves open in common tools:
 
-    xr.open_zarr("<workdir>/curves.zarr", group="b0")
-    # Dataset: curves (member, step, metric) float32; coordinates step (an index), metric with
-    # its metric_units and metric_long_name, member and, per member, level, seed, the task
-    # knobs (modulus), complexity_bits and the hparams
-    xr.open_datatree("<workdir>/curves.zarr", engine="zarr")  # every bucket, one node each
-    xr.open_zarr("<workdir>/curves.zarr")  # the root: no arrays; its attributes name the buckets
+    xr.open_zarr("<workdir>/curves.zarr", group="b0")  # curves (member, step, metric), with units
     jaxcap.results.tables.open_dataset("<workdir>").sel(modulus=97, seed=0).val_accuracy
-    # one variable per metric with CF `units` and `long_name`, members indexed by knobs and seed
 
-Per bucket group: `curves` [member, step, metric] (NaN where a member has no value), `step`
-[step] (the training step of each eval, the dimension's index), `member` [member], `metric`
-[metric] (names) with `metric_units` and `metric_long_name` [metric] beside it (one array holds
-metrics of different units, so units are per metric, spelt as CF does: `nat`, `bit`, `1` for a
-fraction; `metric_attrs`), and one [member] array per member coordinate. Zarr v3 names
-dimensions in `dimension_names`; a one-dimensional array named like its dimension is that
-dimension's coordinate, and the `coordinates` attribute makes the others coordinates. The
-root's `zarr.json` carries consolidated metadata, rewritten after every change, so
-`xr.open_zarr` opens a group in one read and without a warning; the root itself holds no arrays
-(buckets differ in members, steps and metrics), and its attributes (`buckets`, `open_with`)
-point a reader who opens it at the groups.
-
-Older workdirs still read: groups whose second dimension is `eval` and which carry no member
-coordinates or units (`open_dataset` takes those from members.jsonl and the metric names), and
-the bare arrays before groups.
+Details: docs/design.md#jaxcapresultscurvespy.
 """
 
 from __future__ import annotations

@@ -6,26 +6,7 @@ misspelled key was a KeyError at the end of a run and a renamed key broke reader
 is now a frozen dataclass (plain host data, not a pytree; cf. levanter's `EvalResult`, evosax's
 `State`) with ONE reader, `from_json`, and ONE writer, `to_json`; everything else reads attributes.
 
-The on-disk format is unchanged: `to_json` gives the same keys and values the dicts had, and
-members.jsonl is written with sorted keys, so the bytes are the same. `from_json` also reads what
-older code wrote:
-
-- keys added since the first rows (bucket_label, task, chance and shortcut, baselines, overlap,
-  select_metric, metric) get defaults (empty, or None: "not recorded"), and so do the training
-  trajectory's (steps, best_val, steps_to_*_threshold), which a simulated row has not;
-- keys it does not know (a later version's, a hand-added column) are kept in `extra` and written
-  back by `to_json`, so reading and rewriting a table never drops a value;
-- `MemberRow.study` (the Optuna study of a sweep's member) is written only when set, as before.
-
-So `to_json(from_json(d)) == d` for every row this version writes; an older row written again
-gains its missing keys with their defaults, which is why the store rewrites the rows it does not
-replace as it read them (`Store.add_member_rows`). A `LevelSummary` is computed, never stored:
-its `from_json` ignores keys it does not know.
-
-`CapacityRow` (a line of capacity.jsonl) follows the same rules: rows from before the exposure
-protocol (no batch_size, exposures, bits_at, ...) and before the recipe (no recipe, schedule,
-anneal_budget; read as a constant-rate run) get defaults, so do the rows the enhance experiment
-derives from population rows (no per-item cross-entropy, no step count).
+Details: docs/design.md#jaxcapresultsrecordspy.
 """
 
 from __future__ import annotations

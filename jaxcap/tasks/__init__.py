@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import ml_collections
-
 from jaxcap.tasks.arc.task import Arc
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.binop import BinaryOp
@@ -32,12 +30,9 @@ TASKS.update(markov=MarkovLanguage, pcfg=PCFGLanguage, hmm=HMMLanguage, shakespe
 TASKS.update(sentiment=Sentiment, vader=VaderSentences)
 
 
-def default_config(name: str) -> ml_collections.ConfigDict:
+def default_config(name: str) -> dict[str, Any]:
     """The task section of a config: `name` plus every field of the task with its default."""
-    cfg = ml_collections.ConfigDict({"name": name})
-    for field in dataclasses.fields(TASKS[name]):
-        cfg[field.name] = field.default
-    return cfg
+    return {"name": name, **{field.name: field.default for field in dataclasses.fields(TASKS[name])}}
 
 
 def build(task_cfg: dict[str, Any], knob_grid: dict[str, list] | None = None) -> Task:

@@ -1,27 +1,6 @@
 """Sequence copying as a causal language model, with a length-generalization split.
 
-A sequence is `x_1 … x_l SEP x_1 … x_l PAD …`: l symbols drawn uniformly from V, a separator,
-then the same symbols again, padded to a fixed maximum. The model reads it left to right
-(causal attention, one output per position, teacher forcing) and only the l copy predictions
-are scored (weights 0 elsewhere). Training lengths are uniform in [min_length, length], so a
-model cannot solve the task by one fixed offset; with `longer_by > 0` an extra split
-`val_long` holds lengths in [length + 1, length + longer_by], never seen in training, and is
-scored like the others (`val_long_accuracy`, `val_long_exact`).
-
-`length` and `vocab` are per-member knobs: sequences are padded to the longest length of the
-sweep and each member masks the symbols >= its V, so every level trains in one program.
-Length generalization needs a positional encoding defined beyond the training lengths:
-sinusoidal positions are (the default); learned positions of unseen indices stay at their
-random initialization, so they cannot extrapolate. Transformers with absolute positions are
-known to generalize poorly in length on copying [1, 2]; `val_long` measures by how much.
-This task needs `model.attention = "causal"`: with bidirectional attention each position
-would see the token it must predict.
-
-Complexity: length · log2 V bits — the information in the longest sequence the model must
-carry from the input to the copy. Chance (exact match of a whole copy, the success metric):
-the mean over training lengths l of V^-l; per-token chance is 1/V. Shortcut: the unigram guess,
-the commonest symbol of the source at every copy position (it reads the input, but not where a
-symbol is), scored beside every level (`Task.shortcut`).
+Details: docs/design.md#jaxcaptaskscopyingpy.
 
 [1] Zhou et al. 2023, "What Algorithms can Transformers Learn? A Study in Length
     Generalization", arXiv:2310.16028.

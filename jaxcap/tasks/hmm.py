@@ -1,31 +1,6 @@
 """Hidden Markov model languages: the exact next-token distribution by the forward algorithm.
 
-`hmm` — K hidden states z_t emit V tokens x_t: z_1 ~ π (the stationary distribution of the
-transitions), z_{t+1} ~ A[z_t], x_t ~ B[z_t] [1]. A row of A is `stickiness` on its own state
-plus the rest spread by a Dirichlet(`concentration`) row (a sticky HMM [3]: states persist, so
-the hidden state matters even for K = 2); each row of B is Dirichlet(`emission_concentration`);
-rows are mixed with 1e-3 of uniform and drawn from `process_seed`, the same for every member.
-The number of states K is the per-member knob; the tables hold every K up to the sweep's
-largest: state i's transition row is a prefix of one stream (K = k reads its first k entries,
-renormalized) and its emission row is its own, so the HMMs of a sweep are nested. Difficulty: K
-(how much hidden context to track) and the emission entropy (small `emission_concentration`:
-peaked rows that reveal the state; large: noisy observations, so the belief over states must be
-integrated over many tokens).
-
-The true loss of each sampled token is -log p(x_t | x_<t) = -log Σ_z α_t(z) B[z, x_t], α_t the
-predictive belief over z_t given x_<t, updated by the scaled forward recursion (Rabiner [1],
-eqs. 19-20 and 91-92; normalized every step, so float32 is stable). Its mean per sequence is
-that sequence's optimum; `excess_bits` is measured against it as for the Markov chain and PCFG.
-
-Complexity: as for the other controlled languages (jaxcap/tasks/language.py), the description
-length of the process at the resolution the success threshold asks for: free probabilities
-K (K - 1) + K (V - 1) (transition and emission rows; π follows from A) times log2(1 + W / Δ),
-W the spread of the log-probabilities. (Relabelling the states leaves the process unchanged,
-so log2 K! of this is redundant: 44 bits at K = 16 against ~1,300; kept.) Chance: the excess
-of the best predictor that ignores the prefix, the stationary unigram π B, over the optimum,
-per token at the configured length. An HMM's entropy rate has no closed form [2], so both are
-estimated by Monte Carlo, paired on the same 2,048 sampled sequences (a numpy forward pass,
-independent of the jax one).
+Details: docs/design.md#jaxcaptaskshmmpy.
 
 [1] Rabiner 1989, "A tutorial on hidden Markov models and selected applications in speech
     recognition", Proc. IEEE 77(2).

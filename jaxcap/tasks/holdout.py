@@ -1,19 +1,11 @@
 """Held-out inputs that training never sees, and the measured overlap between splits.
 
-A task whose examples are *sampled* (a stream, or a finite set drawn with `train_size`) can draw
-the same input twice. With a small input space — parity of 12 bits, copying at short lengths,
-recall over a small vocabulary, x mod N drawn from 10^4 numbers — "validation" drawn from the
-training distribution is then mostly inputs the model was trained on, and a high score measures a
-memorized table instead of a learned rule. So every input is assigned to a split by a salted hash
-of its tokens (a per-member salt drawn from the member's key): 1/8 of the input space is val, 1/8
-is test, the other 3/4 is the only part training ever samples from. Val and test are drawn by
-rejection from their buckets; a training batch is drawn from 2x candidates, eligible ones first,
-and any held-out candidate left over (rare, small batches only) gets weight 0, so no held-out input
-ever contributes a gradient. Enumerable tasks split a permutation of all examples instead, which
-is disjoint by construction.
+With a small input space, "validation" drawn from the training distribution is mostly inputs the
+model trained on. So a sampled task assigns every input to a split by a salted hash of its tokens
+(1/8 val, 1/8 test; training samples only the rest, and no held-out input ever contributes a
+gradient); enumerable tasks split a permutation instead. `overlap` measures the result.
 
-`overlap` measures what the hash guarantees (or, for data sampled without it, what it is): the
-fraction of a split's scored examples whose input occurs among the training examples.
+Details: docs/design.md#jaxcaptasksholdoutpy.
 """
 
 from __future__ import annotations

@@ -6,27 +6,7 @@ split's `optimum`), so the evaluation reports `excess_bits` = the model's cross-
 the true one, in bits per token: an unbiased estimate of KL(true || model) per token, with the
 token noise paired out. Success: val excess <= `threshold` bits per token (lower is better).
 
-`markov` — an order-k chain over V symbols: p(x_t | x_{t-k} … x_{t-1}) = table[context], one
-Dirichlet(`concentration`) row per context (mixed with 1e-3 of uniform), drawn once from
-`process_seed` (the same for every member). The order k is a per-member knob: the table has
-V^K rows for the largest order K of the sweep and order k reads its first V^k rows (the
-context's older symbols read as 0, which is also the history before x_1), so the chains of a
-sweep are nested. Difficulty: order (how far back to look), V and the concentration (rule
-entropy: small concentration = peaked, low-entropy rows).
-
-`pcfg` — a random LL(1) grammar (jaxcap/tasks/pcfg.py); the knob is its depth.
-
-Complexity (both): the description length of the process at the resolution the success
-threshold asks for. A model that gets each log-probability right up to a rounding error of
-step Δ pays about Var/2 = Δ²/24 nats per token (second-order expansion of the KL), so
-reaching ε bits per token needs Δ = sqrt(24 ε ln 2), i.e. log2(1 + W / Δ) bits per free
-probability, W being the spread of the process's log-probabilities. The total is that times
-the number of free probabilities (V^k (V - 1) for the chain; (R - 1) per reachable
-nonterminal for the grammar) plus, for the grammar, the bits that name its rules
-(`pcfg.structure_bits`). Entropy rate × length would measure the noise in the data, not what a
-model must store: a uniform process has the highest entropy and nothing to learn.
-Chance: the excess of the best predictor that ignores the prefix (the stationary unigram),
-H(unigram) - entropy rate.
+Details: docs/design.md#jaxcaptaskslanguagepy.
 
 [1] Shannon 1951, "Prediction and entropy of printed English", Bell Syst. Tech. J. 30.
 [2] Edelman, Edelman, Goel, Malach, Tsilivis 2024, "The Evolution of Statistical Induction

@@ -9,19 +9,7 @@ Complexity: log2 N bits — the information in the answer, i.e. the entropy of t
 uniform x (exactly so when N divides base^digits). For N = base^j the answer is the last j
 digits (a copy), for other N the model must carry residues across all digits.
 
-log2 N is not monotone in how hard N is to learn (with decimal inputs, 5, 20, 40, 200 are
-learned where 7, 16, 80 are not), so the meta-model's difficulty covariate is `lookup_bits`,
-the size of the table the answer is a function of. Digit i (weight w_i = base^i, i = 0 for the
-last digit) adds d w_i mod N to x mod N, and d w_i mod N depends on d only through d mod
-N / gcd(N, w_i), so it takes m_i = min(base, N / gcd(N, w_i)) values; digits whose weights are
-equal mod N add through the same map, so only the multiset of their residues matters (x mod 9
-is the digit sum: all weights are 1). The answer is thus a function of, per group of g digits
-sharing a weight, a multiset of g residues out of m: prod over groups of C(m + g - 1, g) table
-entries of log2 N bits each. For N dividing base^k only the last k digits matter (weight 0
-beyond); for N coprime to the base every digit matters. It is the quantity a learner that
-does not discover the arithmetic must store, in the unit of random labels (n items x log2 K
-bits). `lookup_entries` is checked against counting the distinct residue keys of every input
-in the tests.
+Details: docs/design.md#jaxcaptasksmodularpy.
 """
 
 from __future__ import annotations

@@ -7,16 +7,7 @@ vary only the initialization, split and batches): the first k entries of a fixed
 permutation of the n positions. `k` is a per-member knob, so every sparsity level of a sweep
 trains in one program; the subsets are nested (the k-subset contains the (k-1)-subset).
 
-Data: a stream of fresh examples (default), `train_size` examples drawn from the key (the val
-sample is drawn independently, so for small n it may share inputs with the train set), or,
-for n <= 20, `train_fraction` of all 2^n inputs with a disjoint val split.
-
-Complexity: log2 sum_{j=0..k} C(n, j) bits — the information needed to single out the target
-among all parities of at most k of the n bits, i.e. what a learner that knows only "a parity
-of at most k inputs" must discover. For k << n it is about log2 C(n, k) (identifying the
-subset, the quantity behind the n^k sample/step cost of [1]); for full parity (k = n) it is
-exactly n bits (one of the 2^n parities). It grows with both n and k, unlike log2 C(n, k).
-Chance is 0.5: for k >= 1 the label is a fair coin under uniform bits.
+Details: docs/design.md#jaxcaptasksparitypy.
 
 [1] Barak, Edelman, Goel, Kakade, Malach, Zhang 2022, "Hidden progress in deep learning: SGD
     learns parities near the computational limit", arXiv:2207.08799.

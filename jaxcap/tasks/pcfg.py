@@ -1,26 +1,6 @@
 """Random probabilistic context-free grammars in LL(1) form: sampler and exact quantities.
 
-The grammar is in Greibach form with distinct first terminals: every rule reads
-`A -> a B_1 … B_m` (one terminal, then 0 <= m <= `branching` nonterminals), and the rules of
-one nonterminal start with distinct terminals. So the grammar is LL(1): the terminal just read
-says which rule was applied, the parse stack is a function of the prefix, and the exact
-next-token distribution is the rule distribution of the nonterminal on top of the stack
-(one token per expansion). Sentences are concatenated: when the stack empties the next token
-starts a new derivation of the start symbol, so the token stream has no separators and the
-sentence boundary itself must be inferred from the prefix.
-
-Nonterminals are layered: the start symbol S is level 0, `width` nonterminals per level below
-it, and a level-l rule body holds level-(l + 1) nonterminals. A grammar of depth d drops every
-nonterminal of level >= d from the bodies (so level d - 1 rules emit one terminal), which
-makes the depths nested sub-grammars of one grammar (per-member knob, one program) and bounds
-the stack by depth · branching. The first rule of every nonterminal has a nonempty body, so
-each level is reachable. Rule probabilities are Dirichlet(`concentration`) draws, mixed
-with 1e-3 of uniform so that no rule is (numerically) impossible.
-
-Exact entropy rate of the sentence stream (renewal-reward): with M[A, B] the expected number
-of B in a body of A and n = e_S (I - M)^-1 the expected expansions of each nonterminal per
-sentence, rate = Σ_A n_A H(A) / Σ_A n_A bits per token, H(A) the entropy of A's rules (each
-token is one expansion) [1, 2]. The unigram marginal is Σ_A n_A p(a | A) / Σ_A n_A.
+Details: docs/design.md#jaxcaptaskspcfgpy.
 
 [1] Chi 1999, "Statistical properties of probabilistic context-free grammars", Comput. Ling.
 [2] Allen-Zhu & Li 2023, "Physics of Language Models: Part 1, Learning Hierarchical Language

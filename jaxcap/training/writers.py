@@ -1,8 +1,6 @@
 """Metric writers: a run's members, live, in TensorBoard or Weights & Biases.
 
-The results store (evals.jsonl, curves.zarr) stays the record every stage reads; a metric
-writer is a one-way copy for watching a run with the tools people already have open. Both
-are off by default and neither is a dependency of the core install:
+Details: docs/design.md#jaxcaptrainingwriterspy.
 
     pip install 'jaxcap[tracking]'      # tensorboardX
     python -m jaxcap.launch --config configs/modmod.py:smoke --config.runtime.tensorboard=True
@@ -10,20 +8,6 @@ are off by default and neither is a dependency of the core install:
 
     pip install 'jaxcap[wandb]'         # W&B >= 0.19.10 (several runs open in one process)
     python -m jaxcap.launch --config configs/modmod.py:smoke --config.runtime.wandb=my-project
-
-Each member is its own run, named by its task family, level and seed
-(`modulo/modulus=97/seed0`; with the trial of a sweep, and the swept hyperparameters where a
-bucket has several settings), so the families one calibrate run trains side by side sit under
-one prefix each (`random_labels/dataset_size=8/seed0` beside `modulo/modulus=2/seed0`) and the
-tools' run pickers, parallel coordinates and run tables work as they do for any sweep. Its
-family, hyperparameters, task knobs, level and seed are the run's HParams (TensorBoard's HParams
-plugin) or config (W&B, grouped by the workdir's name). Tags are named by split and metric
-(`val/accuracy`, `train/loss`, `training/grad_norm`). Selection reads val, so during training
-only train and val are streamed; each member's test metrics are written once, when its bucket
-ends, with the final val metrics and its success, and TensorBoard's `summary` run gets a table
-of every member per family and bucket (Text tab, tag `members/<family>/<bucket>`). A run
-resumed in the same workdir continues the same W&B runs. Only process 0 of a multi-process run
-writes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The device study (launch/device_study.sh, issue 28): the cost model's arithmetic against the
+"""The device study (launch/device_study.sh): the cost model's arithmetic against the
 H100 measurements it was fitted to, the results page from a study whose parts stopped early, and
 (slow) the whole script end to end at SMALL=1 on the CPU."""
 
@@ -12,7 +12,6 @@ from helpers import ROOT
 
 from jaxcap.benchmarks import device_time
 from jaxcap.config.base import load_config, validate
-from jaxcap.config.registry import check
 from jaxcap.reports import device_page
 
 
@@ -24,9 +23,9 @@ def _rate(p: int, matmul_mb: float) -> float:
 
 def test_cost_model_reproduces_the_h100_rates():
     # fitted to the grok model in float32 (77.03 MB) at P = 3 and 256 (4,880 and 13,792,
-    # docs/results/2026-11-27-nvidia-h100-80gb-hbm3.md); the same run's other two rates were
+    # the H100 results page, docs/results/README.md); the same run's other two rates were
     # 23,128 (grok bfloat16, 38.51 MB) and 8,806 (seed baseline bfloat16, 96.39 MB): the line is
-    # optimistic by the 17-26 % its docstring states, never pessimistic
+    # optimistic by the 17-26 % docs/design.md states for it, never pessimistic
     assert _rate(3, 77.03) == pytest.approx(4880, rel=0.001)
     assert _rate(256, 77.03) == pytest.approx(13792, rel=0.001)
     assert 1.0 < _rate(256, 38.51) / 23128 < 1.2
@@ -80,8 +79,7 @@ def test_the_device_calibrate_config_is_the_sized_one():
     """`configs/calibrate.py:device` (the study's calibrate part) validates, experiment checks
     included, and is what the timeout was sized for: three families, grid only, no held-out fits."""
     config = load_config(str(ROOT / "configs/calibrate.py:device"))
-    validate(config)
-    check(config)
+    validate(config)  # the experiment's section too
     assert set(config.calibrate.families) == {"random_labels", "modulo", "parity"}
     assert config.calibrate.design.rounds == 0 and config.calibrate.validation.folds == 0
     assert config.model.d_model == 256 and "device study" in config.note

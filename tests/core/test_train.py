@@ -194,3 +194,19 @@ def test_init_compiles_to_the_same_bits(tiny, monkeypatch):
     fast = outputs()
     monkeypatch.setattr(train, "init_options", lambda: {"xla_backend_optimization_level": 3})
     jax.tree.map(np.testing.assert_array_equal, fast, outputs())
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_a_decay_never_reached_trains_exactly_as_the_constant_rate(tiny, schedule):
+    """Capacity's constant-rate run decays on the annealed runs' schedule with a horizon of NEVER
+    steps, to share their program: every number must be the constant-rate run's, bit for bit."""
+    from jaxcap.experiments.capacity.populations import NEVER
+
+    task, model, settings = tiny
+    members = _members({"warmup_steps": 5.0}, {"learning_rate": 1e-2}, seeds=[0, 1])
+    _, constant, constant_stats, _ = _train(tiny, members)
+    decaying = [dataclasses.replace(m, hparams={**m.hparams, "decay_steps": NEVER}) for m in members]
+    tiny_decay = (task, model, dataclasses.replace(settings, schedule=schedule))
+    _, never, never_stats, _ = _train(tiny_decay, decaying)
+    jax.tree.map(np.testing.assert_array_equal, never.params, constant.params)
+    np.testing.assert_array_equal(never_stats.loss, constant_stats.loss)

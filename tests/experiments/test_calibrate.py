@@ -58,7 +58,7 @@ def test_smoke_end_to_end_then_resumed(tmp_path):
     assert bounded == any(lv["design"] == "boundary" for lv in table.levels)
     assert len(table.rows) == 2 * len(table.levels)  # real members.jsonl rows, 2 seeds a level
     posterior = meta_posterior.load_posterior(tmp_path)
-    assert posterior.meta["families"][posterior.meta["reference"]] == "random_labels"
+    assert posterior.meta.families[posterior.meta.reference] == "random_labels"
     valid = json.loads((tmp_path / "validation.json").read_text())
     assert {"levels", "top"} <= set(valid["scores"]) and valid["settings"]["seeds"] == [1]
     # 2 families, 1 architecture: leave-one-out of either is refused, with the reason

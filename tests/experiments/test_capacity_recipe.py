@@ -1,4 +1,4 @@
-"""The memorization recipe (issue 23): schedules that end at each member's own horizon, ablation
+"""The memorization recipe: schedules that end at each member's own horizon, ablation
 switches that change only what they name, the bits formula against the plain implementation's,
 bad recipe configs, and an annealed + searched capacity run that resumes to the same bytes."""
 
@@ -17,7 +17,6 @@ from helpers import launch as launch_cmd
 from jaxcap.config.base import load_config, validate
 from jaxcap.core.train import TrainSettings, unit_schedule
 from jaxcap.experiments.capacity import ablation, plain, recipe
-from jaxcap.experiments.capacity import run as capacity_run
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig
@@ -137,8 +136,7 @@ def _recipe_smoke():
 
 
 def test_bad_recipe_configs_are_one_line_errors_before_anything_compiles():
-    validate(_recipe_smoke())
-    capacity_run.check(_recipe_smoke())
+    validate(_recipe_smoke())  # the capacity section too
     for edit, message in [
         (
             lambda c: c.capacity.update(annealed=(100.0, 50.0)),
@@ -164,7 +162,7 @@ def test_bad_recipe_configs_are_one_line_errors_before_anything_compiles():
         config = _recipe_smoke()
         edit(config)
         with pytest.raises(ConfigError, match=message):
-            capacity_run.check(config)
+            validate(config)  # the capacity section too
     config = _recipe_smoke()
     config.hparams.decay_steps = 10.0  # a decay under the constant-rate protocol: refused
     with pytest.raises(ConfigError, match="config.hparams.decay_steps: got 10 with config.train.schedule"):
@@ -224,7 +222,7 @@ def test_search_and_annealed_budgets_resume_to_the_same_bytes(tmp_path):
         "b0n8a100",
     }
     [summary] = capacity.summarize([r for r in rows], 0.05)
-    assert summary["verdict_schedule"] == "annealed" and summary["flat"]["to"] == 100.0
+    assert summary.verdict_schedule == "annealed" and summary.flat.to == 100.0
     assert "annealed budget" in out.stdout and "recipe of" in out.stdout
     dead = tmp_path / "killed"
     for bucket, resumed_from in (("b0search", None), ("b0n8a100", "b0search"), ("", "b0n8a100")):
@@ -241,18 +239,20 @@ def test_multiplier_interval_recovers_a_known_ratio_at_its_stated_coverage():
     """Simulated paired seeds with C_variant = 0.92 x C_first x lognormal noise (σ 0.05): the
     90 % interval holds 0.92 in about 90 % of 400 simulated runs of 3 seeds, and 40 seeds pin
     it within 3 %."""
+    from types import SimpleNamespace
+
     from jaxcap.experiments.capacity.compare import multiplier
 
     rng = np.random.default_rng(0)
+    summary = SimpleNamespace  # the two `CapacitySummary` fields `multiplier` reads
 
     def entries(n):
         first = rng.uniform(1000, 2000, n)
         variant = 0.92 * first * np.exp(rng.normal(0.0, 0.05, n))
         ids = list(range(n))
-        return {"c_mem_seeds": list(first), "c_mem_seed_ids": ids}, {
-            "c_mem_seeds": list(variant),
-            "c_mem_seed_ids": ids,
-        }
+        return summary(c_mem_seeds=list(first), c_mem_seed_ids=ids), summary(
+            c_mem_seeds=list(variant), c_mem_seed_ids=ids
+        )
 
     hits = [(m := multiplier(*entries(3)))["low"] <= 0.92 <= m["high"] for _ in range(400)]
     assert 0.86 <= np.mean(hits) <= 0.94, np.mean(hits)
@@ -260,7 +260,7 @@ def test_multiplier_interval_recovers_a_known_ratio_at_its_stated_coverage():
     assert abs(wide["median"] / 0.92 - 1) < 0.03 and wide["high"] / wide["low"] < 1.05
     assert (
         multiplier(
-            {"c_mem_seeds": [1.0], "c_mem_seed_ids": [0]}, {"c_mem_seeds": [1.0], "c_mem_seed_ids": [0]}
+            summary(c_mem_seeds=[1.0], c_mem_seed_ids=[0]), summary(c_mem_seeds=[1.0], c_mem_seed_ids=[0])
         )
         is None
     )

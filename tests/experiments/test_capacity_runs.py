@@ -14,6 +14,7 @@ from helpers import launch as _launch
 from jaxcap.config.base import load_config
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.report import saturated_capacity
+from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 
 SMOKE = ["--config", "configs/capacity.py:smoke"]
@@ -54,7 +55,7 @@ def _check_rows_report_and_rerun(workdir, stdout, capsys):
         last = max(r.round for r in mine)
         for round_ in range(last + 1):
             [summary] = capacity.summarize([r for r in mine if r.round <= round_], 0.05)
-            assert summary["plateau"] == (round_ == last) or round_ == last == 1
+            assert summary.plateau == (round_ == last) or round_ == last == 1
         assert {r.dataset_size for r in mine if r.round == 0} == {4, 8}
         assert {r.dataset_size for r in mine if r.round == 1} <= {16}
     for r in rows:  # each size trained to its last budget, 100 exposures: 100 n / 8 steps, in chunks of 20
@@ -84,7 +85,7 @@ def _check_rows_report_and_rerun(workdir, stdout, capsys):
     assert (workdir / "report" / "report.md") in written
     assert (workdir / "report" / "report.md").read_text() == text  # rebuilt from the workdir alone
     lower = saturated_capacity(workdir, "model.d_model=16")  # 100 exposures: still gaining
-    assert not lower["saturated"] and lower["bits"] == summarize_rows(rows, 1)["c_mem"]
+    assert not lower["saturated"] and lower["bits"] == summarize_rows(rows, 1).c_mem
     assert saturated_capacity(workdir, {"d_model": 16, "n_layers": 1})["bits"] == lower["bits"]
     assert saturated_capacity(workdir, 1, exposures=50)["exposures"] == 50
     with pytest.raises(ValueError, match=r"arch: got \{'d_model': 32\}, which matches 0 architectures"):
@@ -127,7 +128,7 @@ def _check_killed_run_resumes_to_the_same_bytes(straight, dead):
         assert (dead / name).read_bytes() == (straight / name).read_bytes(), name
 
 
-def summarize_rows(rows: list[CapacityRow], arch: int) -> dict:
+def summarize_rows(rows: list[CapacityRow], arch: int) -> CapacitySummary:
     [summary] = capacity.summarize([r for r in rows if r.arch == arch], 0.05, 0.05)
     return summary
 

@@ -23,6 +23,7 @@ from jaxcap.experiments.enhance.variants import combinations, combine, with_comb
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import arch_fields, build_table, save_table
 from jaxcap.meta.posterior import Posterior, summarize
+from jaxcap.meta.posterior_meta import PosteriorMeta
 from jaxcap.models import ModelConfig
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
@@ -48,7 +49,7 @@ def test_multipliers_are_ratios_of_joint_draws_and_per_parameter():
     base = rng.normal(8.0, 0.3, 4000)
     log_c = np.stack([base, base + np.log(2.0) + rng.normal(0, 0.01, 4000)], axis=1)
     meta = {"arch_labels": ["a0", "a1"], "budgets": [{"body_params": 1000}, {"body_params": 4000}]}
-    rows = enhance.multipliers(Posterior({"log_C": log_c}, meta))
+    rows = enhance.multipliers(Posterior({"log_C": log_c}, PosteriorMeta.from_json(meta)))
     # the capacities are uncertain (sd 0.3 in log), their ratio is not: draws are joint
     assert rows[1]["multiplier"]["lo90"] > 1.9 and rows[1]["multiplier"]["hi90"] < 2.1
     assert rows[1]["verdict"] == "reached 1.5x"
@@ -67,11 +68,9 @@ def test_configs_validate(name, variant):
 
     from ml_collections import config_flags  # noqa: F401  (the loader launch uses)
 
-    from jaxcap.config.registry import check
-
     config = load_config(f"{ROOT / 'configs' / name}.py:{variant or ''}")
-    validate(config)
-    assert check(config)  # the enhance check: every family x variant builds a valid population plan
+    # the enhance section: every family x variant builds a valid population plan
+    assert validate(config).section
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ def _config(storage, **overrides):
 
 
 def _open(c, tmp_path):
-    return study_lib.open_studies(c, tmp_path, "modulo", True)
+    return study_lib.open_studies(validate(c).section, tmp_path, "modulo", True)
 
 
 def test_a_worker_of_another_config_is_refused_naming_the_fields(tmp_path):

@@ -15,6 +15,7 @@ from jaxcap.fields import ConfigError
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.model import ARCH_COVARIATES
 from jaxcap.meta.pilot import fit_family, prior_particles
+from jaxcap.meta.posterior_meta import PosteriorMeta
 
 SMOKE = ["--config", "configs/pilot.py:smoke"]
 # dies like SIGKILL right after the first round's line reached pilot.jsonl
@@ -68,16 +69,16 @@ def test_smoke_end_to_end(smoke):
     )
     base = meta_posterior.load_posterior(workdir / "base")
     post = meta_posterior.load_posterior(workdir)
-    assert post.meta["families"] == [*base.meta["families"], "parity"]
-    pilot = post.meta["pilot"]
-    assert pilot["pilots"] == len(rounds) and pilot["runs"] == sum(r["trials"] for r in rounds)
-    f = len(base.meta["families"])
-    mine = [lv for lv in post.meta["levels"] if lv["family"] == f]
-    assert sorted(lv["fields"]["k"] for lv in mine) == sorted(r["value"] for r in rounds)
-    assert post.meta["family_info"][f]["field"] == "k"
+    assert post.meta.families == [*base.meta.families, "parity"]
+    pilot = post.meta.pilot
+    assert pilot.pilots == len(rounds) and pilot.runs == sum(r["trials"] for r in rounds)
+    f = len(base.meta.families)
+    mine = [lv for lv in post.meta.levels if lv.family == f]
+    assert sorted(lv.fields["k"] for lv in mine) == sorted(r["value"] for r in rounds)
+    assert post.meta.family_info[f].field == "k"
     n = base.draws["mu_log_C"].shape[0]
     assert post.draws["log_theta"].shape == (n, f + 1)
-    assert post.draws["level_effect"].shape == (n, len(base.meta["levels"]) + len(rounds))
+    assert post.draws["level_effect"].shape == (n, len(base.meta.levels) + len(rounds))
     report = (workdir / "report" / "pilot.md").read_text()
     assert "## Rounds" in report and report.count("| k=") == len(rounds) + 6  # rounds, then every candidate
     assert f"rests on {len(rounds)} pilot levels" in out.stdout
@@ -198,7 +199,7 @@ def tiny_posterior(n: int = 400) -> meta_posterior.Posterior:
         "levels": [{"family": 0, "label": "dataset_size=8", "bits": 16.0, "fields": {"dataset_size": 8}}],
         "reference": 0,
     }
-    return meta_posterior.Posterior(draws, meta)
+    return meta_posterior.Posterior(draws, PosteriorMeta.from_json(meta))
 
 
 def test_appended_draws_follow_the_weights_and_the_pilot_outcomes(tmp_path):
@@ -211,8 +212,8 @@ def test_appended_draws_follow_the_weights_and_the_pilot_outcomes(tmp_path):
     out = append_family(base, fit, "parity", {"field": "k"}, levels, [(2, 0), (2, 0)], record, seed=0)
     n = base.draws["mu_log_C"].shape[0]
     assert out.draws["log_theta"].shape == (n, 2) and out.draws["level_effect"].shape == (n, 3)
-    assert out.meta["families"] == ["random_labels", "parity"] and base.meta["families"] == ["random_labels"]
-    assert [lv["family"] for lv in out.meta["levels"]] == [0, 1, 1] and out.meta["pilot"] == record
+    assert out.meta.families == ["random_labels", "parity"] and base.meta.families == ["random_labels"]
+    assert [lv.family for lv in out.meta.levels] == [0, 1, 1] and out.meta.pilot.to_json() == record
     # every calibrated site of a draw comes from one calibrated draw (the particle's)
     rows = {tuple(r) for r in np.stack([base.draws["mu_log_C"], base.draws["log_C"][:, 0]], 1)}
     assert {tuple(r) for r in np.stack([out.draws["mu_log_C"], out.draws["log_C"][:, 0]], 1)} <= rows

@@ -16,7 +16,7 @@ from helpers import killer, run_killed_then_resumed, start
 from helpers import objective as _objective
 from optuna.trial import TrialState
 
-from jaxcap.config.base import base_config, checked_plan, validate
+from jaxcap.config.base import base_config, build_plan, checked_plan, validate
 from jaxcap.config.search_space import add_study
 from jaxcap.core.population import HPARAM_NAMES, stack
 from jaxcap.experiments.hpo import rounds, sweep
@@ -45,7 +45,7 @@ def test_a_round_is_trials_times_seeds_members_with_the_suggested_values(tmp_pat
     c.search.update(dropout=("float", 0.0, 0.3), b2=("float", 0.9, 0.999))
     c.search.pos_encoding = ("categorical", "sinusoidal", "learned")
     validate(c)
-    studies = study_lib.open_studies(c, tmp_path, "modulo", True)
+    studies = study_lib.open_studies(build_plan(c).section, tmp_path, "modulo", True)
     trials = [(lv, t) for lv, s in enumerate(studies) for t in rounds.claim(s, 3, "me", "r0")]
     assert len(trials) == 2 * 3  # levels x batch
     planned = sweep.plan_round(checked_plan(c), studies, "r0", trials)
@@ -82,7 +82,7 @@ class PruneOddTrials(optuna.pruners.BasePruner):
 def test_a_claim_in_flight_is_not_adopted_but_an_abandoned_one_is(tmp_path, monkeypatch):
     """A claim writes RUNNING before its worker/round tags: another worker looking for its own
     leftovers in between must leave it alone (CI once raced here); a stale untagged one is adopted."""
-    [study] = study_lib.open_studies(_config(n_trials=2), tmp_path, "modulo", True)
+    [study] = study_lib.open_studies(build_plan(_config(n_trials=2)).section, tmp_path, "modulo", True)
     [waiting, _] = study.get_trials(deepcopy=False)
     study._storage.set_trial_state_values(waiting._trial_id, state=TrialState.RUNNING)  # no tags yet
     assert rounds.leftover_round([study], "other") is None
@@ -105,9 +105,9 @@ def test_a_study_left_empty_by_a_killed_creator_gets_its_budget_once(tmp_path, m
             late = threading.Timer(0.5, lambda s=created: [s.enqueue_trial({}) for _ in range(3)])
             late.start()
         monkeypatch.setattr(study_lib, "BUDGET_WAIT_S", 5.0 if creator_alive else 0.1)
-        [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        [study] = study_lib.open_studies(build_plan(c).section, tmp_path, "modulo", True)
         assert len(study.get_trials(deepcopy=False)) == 3  # one budget, never two
-        [again] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        [again] = study_lib.open_studies(build_plan(c).section, tmp_path, "modulo", True)
         assert len(again.get_trials(deepcopy=False)) == 3
 
 
@@ -248,7 +248,9 @@ def _phases_config():
 def _trials(workdir):
     c = _phases_config()
     storage = study_lib.make_storage(c.study.storage, workdir)
-    study = optuna.load_study(study_name=study_lib.study_name(c, "modulo", {"modulus": 10}), storage=storage)
+    study = optuna.load_study(
+        study_name=study_lib.study_name(c.study, "modulo", {"modulus": 10}), storage=storage
+    )
     return [(t.number, t.state, t.params, t.values, t.intermediate_values) for t in study.trials]
 
 
@@ -296,15 +298,15 @@ def test_a_sweep_killed_at_any_phase_resumes_to_the_same_trials(tmp_path, monkey
 def test_a_larger_n_trials_extends_a_study_a_smaller_one_is_refused(tmp_path, capsys):
     c = _config(n_trials=2)
     c.study.storage = str(tmp_path / "shared.log")
-    [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+    [study] = study_lib.open_studies(build_plan(c).section, tmp_path, "modulo", True)
     assert len(study.trials) == 2 and study.user_attrs["budget"] == 2
     c.study.n_trials = 5
     for _ in range(2):  # extended once, not twice
-        [study] = study_lib.open_studies(c, tmp_path, "modulo", True)
+        [study] = study_lib.open_studies(build_plan(c).section, tmp_path, "modulo", True)
         assert len(study.trials) == 5 and study.user_attrs["budget"] == 5
     assert capsys.readouterr().out == "study modulo/modulus=10: budget extended from 2 to 5 trials\n"
     c.study.n_trials = 3
     with pytest.raises(
         ConfigError, match="config.study.n_trials: got 3, but study modulo/modulus=10 already has"
     ):
-        study_lib.open_studies(c, tmp_path, "modulo", True)
+        study_lib.open_studies(build_plan(c).section, tmp_path, "modulo", True)

@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 
 from jaxcap.experiments.hpo import claims, holdings, rounds, sweep, telling
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo.level_table import HpoLevel, TrialResult
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
@@ -114,7 +115,7 @@ def test_a_trial_taken_over_counts_only_in_the_workdir_of_the_worker_that_told_i
     assert keys(counted) == keys(b.members())  # as read: each trial once, from B
     assert holdings.told_rows(a.members(), [study], None) == a.members()  # a private storage: all
 
-    levels = [{"study": study.study_name, "best": {"trial": 0}}]
+    levels = [HpoLevel(study=study.study_name, best=TrialResult(trial=0))]
     for store, owner, n in ((a, owner_a, 0), (b, owner_b, 2)):
         path = sweep.write_best_trials(store, levels, [study], owner)
         assert len(path.read_text().splitlines()) == n  # the meta-model's input: B's rows only

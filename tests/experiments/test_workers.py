@@ -11,7 +11,7 @@ import uuid
 import pytest
 from helpers import HPO_SMOKE, ROOT, check_budget, finish, hpo_smoke_config, start
 
-from jaxcap.config.base import load_config, validate
+from jaxcap.config.base import build_plan, load_config, validate
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.fields import ConfigError
 
@@ -49,10 +49,12 @@ def test_studies_created_once_then_two_workers_share_a_journal_file(tmp_path):
     levels = [f"modulo/modulus={n}" for n in (5, 7, 10)]
     assert out.splitlines() == [f"created {name}: 4 trials (4 waiting)" for name in levels]
     c = _config(str(tmp_path / "shared.log"))
-    again = study_lib.create_studies(c, tmp_path)  # idempotent: nothing new, no budget queued twice
+    again = study_lib.create_studies(
+        build_plan(c), tmp_path
+    )  # idempotent: nothing new, no budget queued twice
     assert again == [f"exists  {name}: 4 trials (4 waiting)" for name in levels]
     check_budget(c, tmp_path, _workers(tmp_path, [storage]))
-    for line in study_lib.create_studies(c, tmp_path):  # finished: nothing waiting or running
+    for line in study_lib.create_studies(build_plan(c), tmp_path):  # finished: nothing waiting or running
         assert re.fullmatch(
             r"exists  modulo/modulus=\d+: 4 trials \((\d (complete|fail|pruned)(, )?)+\)", line
         )
@@ -62,7 +64,7 @@ def test_studies_created_once_then_two_workers_share_a_journal_file(tmp_path):
 def test_workers_share_studies_on_postgresql(tmp_path, postgres):
     name = f"test-{uuid.uuid4().hex[:8]}"  # a server from the environment may hold other studies
     c = _config(postgres, name)
-    created = study_lib.create_studies(c, tmp_path)  # the same function as --create_studies
+    created = study_lib.create_studies(build_plan(c), tmp_path)  # the same function as --create_studies
     assert created == [f"created {name}/modulus={n}: 4 trials (4 waiting)" for n in (5, 7, 10)]
     args = (f"--config.study.storage={postgres}", f"--config.study.name={name}")
     check_budget(c, tmp_path, _workers(tmp_path, args))

@@ -1,4 +1,4 @@
-"""report.md's first lines say whether the sampler met issue 24's targets (no divergence in the
+"""report.md's first lines say whether the sampler met its targets (no divergence in the
 full fit, <= 0.1 % in validation fits, R-hat <= 1.01, bulk ESS >= 400), and the targets table
 scores PIT coverage on grid and boundary levels and the boundary width."""
 

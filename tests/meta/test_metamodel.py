@@ -99,12 +99,12 @@ def test_parameters_are_recovered(simulated, fitted):
         lo, hi = np.quantile(d["log_C"][:, a], [0.05, 0.95])
         assert hi - lo < 1.0, (lo, hi)
     # two architectures that differ in size: the covariate regression explains their difference
-    assert d["beta"].shape[1] == 4 and posterior.meta["diagnostics"]["max_rhat"] < 1.05
+    assert d["beta"].shape[1] == 4 and posterior.meta.diagnostics.max_rhat < 1.05
 
 
 @pytest.mark.slow
 def test_seed_correlation_is_recovered(simulated, fitted):
-    """Parameter recovery of the beta-binomial term (issue 24): seeds that share a cell's rate
+    """Parameter recovery of the beta-binomial term: seeds that share a cell's rate
     (ρ = 0.5) give a posterior ρ that covers it; independent seeds (the `fitted` data, ρ = 0) a
     ρ well below it, so the term does not invent agreement the data do not show."""
     truth = dataclasses.replace(simulated[0], rho=0.5)
@@ -173,7 +173,7 @@ def test_posterior_round_trips_and_arviz_reads_it(fitted):
 
     posterior, path = fitted
     loaded = meta_posterior.load_posterior(path)
-    assert json.dumps(loaded.meta, sort_keys=True) == json.dumps(posterior.meta, sort_keys=True)
+    assert json.dumps(loaded.meta.to_json()) == json.dumps(posterior.meta.to_json())  # key order too
     for name, x in posterior.draws.items():
         np.testing.assert_array_equal(loaded.draws[name], x)
     idata = az.from_netcdf(path)  # InferenceData on arviz 0.23, DataTree on 1.x: both index by group
@@ -181,7 +181,7 @@ def test_posterior_round_trips_and_arviz_reads_it(fitted):
     assert post["log_C"].shape == (NUTS.chains, NUTS.samples, 2)
     assert list(post["family"].values) == ["sim0", "sim1", "sim2", "sim3"]
     assert idata["sample_stats"]["diverging"].shape == (NUTS.chains, NUTS.samples)
-    # the full InferenceData (issue 20): energy and tree depth for BFMI, pointwise log-likelihood
+    # the full InferenceData: energy and tree depth for BFMI, pointwise log-likelihood
     # for LOO, the observed counts; ArviZ's own diagnostics run on it
     n_cells = idata["observed_data"]["successes"].shape[0]
     assert idata["log_likelihood"]["successes"].shape == (NUTS.chains, NUTS.samples, n_cells)
@@ -209,8 +209,8 @@ def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):
     bigger = predict.predict(posterior, "sim0", points, arch1)["points"]
     assert all(b["p"] >= a for a, b in zip(p, bigger))
     # a fitted level's complexity is that level: its fitted effect, a narrower interval
-    lv = next(i for i, x in enumerate(posterior.meta["levels"]) if x["family"] == 1)
-    seen = predict.resolve_levels(posterior, "sim1", [], [posterior.meta["levels"][lv]["bits"]])
+    lv = next(i for i, x in enumerate(posterior.meta.levels) if x.family == 1)
+    seen = predict.resolve_levels(posterior, "sim1", [], [posterior.meta.levels[lv].bits])
     assert seen[0]["level"] == lv
     new = [{**seen[0], "level": None}]
     width = lambda r: r["points"][0]["hi90"] - r["points"][0]["lo90"]  # noqa: E731

@@ -1,6 +1,6 @@
-"""The meta-model's NUTS runs as one compiled program per table shape (jaxcap/meta/fit.py):
-the K fits of a validation share it, a fit's draws do not depend on the fits beside it, and
-chains on host devices draw exactly what chains in turn draw."""
+"""The meta-model's NUTS runs as one compiled program per table size class (jaxcap/meta/fit.py):
+the K fits of a validation and tables of similar size share it, a fit's draws do not depend on
+the fits beside it, and chains on host devices draw exactly what chains in turn draw."""
 
 import logging
 import subprocess
@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow  # NUTS compiles: the full tier
 NUTS = meta_fit.NutsSettings(warmup=40, samples=40, chains=2, seed=3)
 
 
-def _table():
+def _rows():
     truth = meta_simulate.default_truth(n_levels=4)
     rows, _ = meta_simulate.simulate_rows(truth, seeds=2, rng=np.random.default_rng(0))
-    return meta_data.build_table(rows)
+    return rows
 
 
 class _Compiles(logging.Handler):
@@ -40,7 +40,8 @@ class _Compiles(logging.Handler):
 
 
 def test_k_fits_compile_once_and_a_fit_does_not_depend_on_its_neighbours():
-    table = _table()
+    rows = _rows()
+    table, top = meta_data.build_table(rows), max(r.complexity_bits for r in rows)
     compiles = _Compiles()
     logging.getLogger("jax").addHandler(compiles)
     try:
@@ -48,11 +49,17 @@ def test_k_fits_compile_once_and_a_fit_does_not_depend_on_its_neighbours():
             both = meta_fit.run_nuts(*stack_folds([cell_data(table, 0), cell_data(table, 1)]), NUTS)
             first = len(compiles.names)
             alone = meta_fit.run_nuts(*stack_folds([cell_data(table, 0)]), NUTS)
+            # a table of one level less: smaller, but of the same size class (cells, levels)
+            smaller = meta_data.build_table([r for r in rows if r.complexity_bits < top])
+            fewer = meta_fit.run_nuts(*stack_folds([cell_data(smaller, 0)]), NUTS)
     finally:
         logging.getLogger("jax").removeHandler(compiles)
     # one sampler program and a few key programs for the two fits (NumPyro's runner compiled
-    # ~100 programs per fit), nothing for a third fit of the same shape
+    # ~100 programs per fit), nothing for a third fit of the same shape nor for the smaller
+    # table, padded to the same size class; the pads are dropped from what a fit returns
     assert first <= 10 and compiles.names[first:] == [], compiles.names
+    assert fewer.draws["level_effect"].shape[-1] == len(smaller.levels) == len(table.levels) - 1
+    assert fewer.log_lik.shape[-1] == len(cell_data(smaller, 0)[1]) < len(cell_data(table, 0)[1])
     for name, x in alone.draws.items():
         np.testing.assert_array_equal(both.draws[name][:, :, :1], x, err_msg=name)
     np.testing.assert_array_equal(both.log_lik[:, :, :1], alone.log_lik)

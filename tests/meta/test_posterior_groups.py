@@ -12,6 +12,7 @@ from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import model as metamodel
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.cells import cell_data
+from jaxcap.meta.posterior_meta import PosteriorMeta
 
 az = pytest.importorskip("arviz")
 CHAINS, DRAWS = 2, 30
@@ -63,17 +64,17 @@ def test_the_posterior_predictive_replicates_each_cell_from_the_likelihood(saved
 def test_cells_and_constant_data_carry_labelled_coordinates(saved):
     path, data, _ = saved
     idata = az.from_netcdf(path)
-    meta = json.loads(idata["posterior"].attrs["jaxcap"])
+    meta = PosteriorMeta.from_json(json.loads(idata["posterior"].attrs["jaxcap"]))
     constant = idata["constant_data"]
-    assert list(constant["family"].values) == meta["families"]
-    assert list(constant["arch"].values) == meta["arch_labels"]
-    assert list(constant["covariate"].values) == meta["arch_covariates"]
+    assert list(constant["family"].values) == meta.families
+    assert list(constant["arch"].values) == meta.arch_labels
+    assert list(constant["covariate"].values) == meta.arch_covariates
     first = int(data["cell_family"][0])
     for group in ("observed_data", "posterior_predictive", "log_likelihood", "constant_data"):
         cells = idata[group]
         assert list(cells["cell"].values) == list(range(len(data["trials"])))
-        assert cells["cell_family_label"].values[0] == meta["families"][first]
-    assert str(constant["cell_level_label"].values[0]).startswith(meta["families"][first])
+        assert cells["cell_family_label"].values[0] == meta.families[first]
+    assert str(constant["cell_level_label"].values[0]).startswith(meta.families[first])
 
 
 def test_az_plot_ppc_draws_the_observed_against_the_replicated_counts(saved):

@@ -12,8 +12,7 @@ import pytest
 from flax import nnx
 
 from jaxcap import tasks
-from jaxcap.config.base import base_config, validate
-from jaxcap.config.plan import make_buckets
+from jaxcap.config.base import base_config, build_plan, validate
 from jaxcap.core.population import stack
 from jaxcap.core.runtime import numerics
 from jaxcap.core.train import make_population
@@ -222,7 +221,7 @@ def _run_one_chunk(dtype: str, loss_scale: float):
     c.model.param_dtype = "float32" if dtype == "float16" else dtype  # fp16: fp32 master weights
     c.train.update(steps=2, chunk_steps=2, batch_size=8, loss_scale=loss_scale)
     c.sweep.seeds = 2
-    (bucket,) = make_buckets(c)
+    (bucket,) = build_plan(c).buckets
     keys, hparams = stack(bucket.members, 0)
     with numerics("highest", needs_x64=dtype == "float64"):
         program = make_population(bucket.settings, bucket.task, bucket.model)

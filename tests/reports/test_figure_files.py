@@ -6,6 +6,7 @@ y label stays on the canvas."""
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from helpers import ROOT, level_summary
 
@@ -45,19 +46,13 @@ def test_a_long_y_label_stays_on_the_canvas(tmp_path, monkeypatch):
     kept = []
     monkeypatch.setattr(figures, "save_figure", lambda fig, path, **k: kept.append(fig) or path)
     monkeypatch.setattr(capacity_plots, "save_figure", figures.save_figure)
-    arch = {
-        "n_layers": 1,
-        "d_model": 16,
-        "n_heads": 2,
-        "d_head": 8,
-        "d_ff": 32,
-        "seq_len": 8,
-        "n_params": 2756,
-        "c_mem": 300.0,
-        "curve": [
-            {"dataset_bits": b, "bits": [0.8 * b, 0.9 * b], "median": 0.85 * b} for b in (64.0, 256.0, 1024.0)
-        ],
-    }
+    # the fields plot_curves reads of a CapacitySummary (jaxcap/results/capacity_summary.py)
+    points = [
+        SimpleNamespace(dataset_bits=b, bits=[0.8 * b, 0.9 * b], median=0.85 * b)
+        for b in (64.0, 256.0, 1024.0)
+    ]
+    model = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_ff": 32, "seq_len": 8}
+    arch = SimpleNamespace(**model, model=model, n_params=2756, c_mem=300.0, curve=points)
     capacity_plots.plot_curves([arch], tmp_path / "capacity_curve.png")
     (fig,) = kept
     fig.draw_without_rendering()

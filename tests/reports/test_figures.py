@@ -17,6 +17,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 
 from jaxcap.experiments.hpo import report as hpo_report
+from jaxcap.experiments.hpo.level_table import HpoLevel
 from jaxcap.reports import dynamics, learnability
 from jaxcap.reports import population as population_report
 from jaxcap.results.records import MemberRow
@@ -78,7 +79,7 @@ def test_baseline_and_tuned_differ_in_colour_even_under_ggplot(tmp_path, drawn):
         "best": {"seeds": [0.5, 0.6], "median": 0.55},
     }
     with plt.style.context("ggplot"):  # the style Optuna used to leave behind
-        hpo_report.plot_best_vs_difficulty([level], tmp_path / "b.png")
+        hpo_report.plot_best_vs_difficulty([HpoLevel.from_json(level)], tmp_path / "b.png")
     ax = drawn[0].axes[0]
     colours = {c.get_label(): to_rgba(c[0].get_color()) for c in ax.containers}
     assert len(set(colours.values())) == 2, colours
@@ -174,9 +175,9 @@ def test_gap_medians_are_markers_not_a_line_across_levels(tmp_path, drawn):
     assert medians and all(line.get_linestyle() == "None" for line in medians)
 
 
-def _levels(n_trials: int) -> tuple[list[dict], list[optuna.Study]]:
+def _levels(n_trials: int) -> tuple[list[HpoLevel], list[optuna.Study]]:
     study = _study()
-    level = {"study": study.study_name, "counts": {"complete": n_trials}}
+    level = HpoLevel(study=study.study_name, counts={"complete": n_trials})
     return [level], [study]
 
 
@@ -205,7 +206,7 @@ def test_best_vs_difficulty_draws_the_median_over_seeds(tmp_path, drawn):
         "baseline": {"seeds": seeds, "median": 0.2},
         "best": {"seeds": seeds, "median": 0.2},
     }
-    hpo_report.plot_best_vs_difficulty([level], tmp_path / "b.png")
+    hpo_report.plot_best_vs_difficulty([HpoLevel.from_json(level)], tmp_path / "b.png")
     ax = drawn[0].axes[0]
     ys = [c[0].get_ydata()[0] for c in ax.containers]
     assert ys == [0.2, 0.2] and all("median" in c.get_label() for c in ax.containers)

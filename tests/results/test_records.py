@@ -9,7 +9,7 @@ import pytest
 
 from jaxcap.results.records import CapacityRow, Cursor, LevelSummary, MemberRow
 
-# the first row of `configs/modmod.py:smoke`'s members.jsonl (2026-11-27)
+# the first row of a `configs/modmod.py:smoke` run's members.jsonl
 REAL_ROW = {
     "baselines": {
         "chance": {"test_accuracy": 0.19921875, "train_accuracy": 0.18359375, "val_accuracy": 0.203125}

@@ -158,3 +158,23 @@ def test_object_complexity_and_chance():
     )
     count = task.chance({"level": LEVEL["count"], "size": 3, "n_colours": 4})
     assert 0.1 < count < 0.5  # the most likely number of objects on a noisy 3 x 3 grid
+
+
+def test_a_level_sweep_generates_only_its_families_and_the_same_puzzles():
+    """A swept task computes only the object families of its levels (`max_levels`); each level's
+    puzzles are those of the task that computes every family, and other levels are refused."""
+    knobs = {"size": jnp.int32(4), "n_colours": jnp.int32(5)}
+    fill, count = LEVEL["fill?"], LEVEL["count"]
+    swept = tasks.build(
+        {"name": "arc", "size": 4, "min_size": 2, "n_demos": 3, "n_colours": 5}, {"level": [3, fill]}
+    )
+    assert swept.max_levels == (3, fill) and swept.object_kinds == (ao.KINDS.index("fill"),)
+    assert PUZZLES.max_levels == () and PUZZLES.object_kinds == (1, 2, 3)
+    for level in (3, fill):
+        key, lv = jax.random.key(level), {"level": jnp.int32(level), **knobs}
+        ours, every = swept.draw(key, lv, 8), PUZZLES.draw(key, lv, 8)
+        jax.tree.map(np.testing.assert_array_equal, ours, every)
+    with pytest.raises(ValueError, match=f"level {count} is outside this task's max_levels"):
+        swept.draw(jax.random.key(0), {"level": jnp.int32(count), **knobs}, 8)
+    with pytest.raises(ValueError, match="outside this task's max_levels"):
+        swept.chance({"level": count, "size": 3, "n_colours": 4})

@@ -11,6 +11,8 @@ table's architectures (`meta_anchor.ARCH_KEYS`) before the fit.
 
 from __future__ import annotations
 
+import dataclasses
+
 from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
@@ -56,4 +58,4 @@ def anchor(posterior: meta_posterior.Posterior, by_chain: dict, found: tuple[int
     moved, record = meta_anchor.anchor_draws(by_chain["draws"], arch, cap, seed)
     by_chain["draws"] = moved
     posterior.draws = meta_fit.flatten(moved)
-    posterior.meta["anchor"] = record
+    posterior.meta = dataclasses.replace(posterior.meta, anchor=record)

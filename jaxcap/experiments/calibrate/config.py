@@ -1,29 +1,13 @@
 """Config of the `calibrate` experiment: its section, declared once (`CalibrateSettings`), and one
 population config per family, validated into the plans the experiment trains (`check`).
 
-A family entry is data:
+A family entry is data: its task, `levels` (one task field and its candidate values: a
+per-member knob is swept inside one program, any other field becomes one bucket per value) and
+bucket-style `overrides`; model, hparams, train and seeds come from the top-level config. The
+level search (`SEARCHES[config.calibrate.search]`: "grid" or "optuna") is the seam for
+hyperparameter optimisation.
 
-    families.modulo = dict(task=dict(name="modulo", digits=4, train_fraction=0.5),
-                           levels=dict(modulus=(5, 10, 20, 40, 80)), overrides="")
-
-`levels` names one task field and its candidate values: a per-member knob (modulo's `modulus`)
-is swept inside one program; any other field (binop's `p`) becomes one bucket per value. With
-`calibrate.design.grid = 0` every candidate is trained; otherwise jaxcap/meta/design.py picks
-which (a spanning grid, then bisection at the boundary). `overrides` are bucket-style
-`section.field=value` changes for this family only (e.g. "train.steps=4000"). Model, hparams,
-train, seeds and hparam grid come from the top-level config.
-
-The level search is the seam for hyperparameter optimisation: `SEARCHES[config.calibrate.search]`
-trains one family's workdir. "grid" is `jaxcap.run.train_all` (every member of the hparam grid);
-"optuna" is `jaxcap.experiments.hpo.sweep.hpo_experiment`: one Optuna study per level over `config.search`
-with the `config.study` settings (configs/calibrate.py:hpo), writing best_trials.jsonl, which
-`meta_data` prefers. The hpo experiment makes its own buckets from the search space, so a family
-whose levels or architectures are buckets gets one sub-workdir per bucket (`b<i>`).
-
-Family configs are the one place the calibrate experiment builds ConfigDicts: a family's config
-is the top-level config's model, hparams, train and sweep with its own task, and a design pass
-picks its levels only once earlier passes have trained, so `Calibration` keeps the validated
-top-level config to build them from (and each run's config.json records its config).
+Details: docs/design.md#jaxcapexperimentscalibrateconfigpy.
 """
 
 from __future__ import annotations
@@ -79,12 +63,18 @@ def family_config(top: ml_collections.ConfigDict, name: str, entry) -> ml_collec
     levels = dict(entry.get("levels", {}))
     if len(levels) != 1 or not all(isinstance(v, (tuple, list)) and v for v in levels.values()):
         raise ConfigError(f"{path}.levels: got {levels!r}; allowed: one task field with a tuple of values")
-    c = config_lib.base_config(task_name)
-    for section in ("model", "hparams", "train", "runtime"):
-        c[section] = ml_collections.ConfigDict(top[section].to_dict())
-    c.eval.batch_size = top.eval.batch_size  # the thresholds stay the family's own
-    c.seed, c.note = top.seed, f"calibrate family {name}"
-    c.sweep.seeds, c.sweep.hparams = top.sweep.seeds, ml_collections.ConfigDict(top.sweep.hparams.to_dict())
+    shared = {section: top[section].to_dict() for section in ("model", "hparams", "train", "runtime")}
+    c = config_lib.derived_config(
+        config_lib.base_config(task_name),
+        {
+            **shared,
+            "eval.batch_size": top.eval.batch_size,  # the thresholds stay the family's own
+            "seed": top.seed,
+            "note": f"calibrate family {name}",
+            "sweep.seeds": top.sweep.seeds,
+            "sweep.hparams": top.sweep.hparams.to_dict(),
+        },
+    )
     for key, value in entry["task"].items():
         if key not in c.task:
             raise ConfigError(f"{path}.task.{key}: not a field of task {task_name}")
@@ -177,7 +167,7 @@ class Calibration:
         return candidate_bits(self.config, name)
 
 
-def check(config: ml_collections.ConfigDict) -> Calibration:
+def check(config: ml_collections.ConfigDict, plan: Plan | None = None) -> Calibration:
     """The calibrate experiment's registry check: every family validates; its `Calibration`."""
     settings = from_section(CalibrateSettings, config.calibrate)
     settings = dataclasses.replace(settings, families=config.calibrate.families.to_dict())
@@ -194,8 +184,7 @@ def study_configs(top: ml_collections.ConfigDict, derived: ml_collections.Config
         variant.sweep.buckets = ()
         for name in variant.sweep.hparams:
             variant.sweep.hparams[name] = ()
-        variant.study = ml_collections.ConfigDict(top.study.to_dict())
-        variant.search = ml_collections.ConfigDict(top.search.to_dict())
+        variant.study, variant.search = top.study.to_dict(), top.search.to_dict()
         out.append((f"b{i}" if len(variants) > 1 else "", variant))
     return out
 
@@ -221,7 +210,7 @@ def family_configs(
                 entry = {**entry, "levels": {field: tuple(levels[name])}}
             derived = family_config(config, name, entry)
             runs = [("", derived)] if config.calibrate.search == "grid" else study_configs(config, derived)
-            runs = [FamilyRun(part, config_lib.checked_plan(run), identity(run)) for part, run in runs]
+            runs = [FamilyRun(part, config_lib.build_plan(run), identity(run)) for part, run in runs]
         except ConfigError as e:
             message = str(e)
             raise ConfigError(

@@ -9,12 +9,7 @@ success is monotone in each family's difficulty covariate, fit the meta-model
 Rerunning resumes: finished passes are not retrained, and the fit and validation are redone
 only when the table, the NUTS or validation settings, the reference or the model changed.
 
-Which levels are trained is the data design (`config.calibrate.design`, jaxcap/meta/design.py):
-with `grid = 0` every candidate level of a family (`families/<name>/`); otherwise a coarse pass
-over `grid` levels spanning the candidates (`families/<name>/grid/`), then `rounds` boundary
-passes that add levels where success flips (`families/<name>/boundary<r>/`; `design.rule`:
-bisection, or information gain about b*). How one family's
-config is built and validated is jaxcap/experiments/calibrate/config.py.
+Details: docs/design.md#jaxcapexperimentscalibraterunpy.
 """
 
 from __future__ import annotations
@@ -143,20 +138,19 @@ def calibrate_experiment(plan: Plan, store: Store) -> dict:
     found = calibrate_anchor.find(table, cal.capacity_workdir) if cal.capacity_workdir else None
     stamp = _as_saved({**_stamp(table, nuts, cal.reference), **calibrate_anchor.stamp(found)})
     posterior_path = store.root / "posterior.nc"
-    old = meta_posterior.read_meta(posterior_path) if posterior_path.exists() else {}
-    if old.get("stamp") != stamp:
+    old = meta_posterior.read_meta(posterior_path).stamp if posterior_path.exists() else None
+    if old != stamp:
         posterior, by_chain = meta_fit.fit(table, nuts, cal.reference)
         if found is not None:  # C in bits stored at saturation (jaxcap/meta/anchor.py)
             calibrate_anchor.anchor(posterior, by_chain, found, nuts.seed)
-        posterior.meta["stamp"] = stamp
+        posterior.meta = dataclasses.replace(posterior.meta, stamp=stamp)
         meta_posterior.save_posterior(posterior_path, posterior, by_chain)
     posterior = meta_posterior.load_posterior(posterior_path)
     print(
-        f"NUTS: {posterior.meta['seconds']:.1f} s ({nuts.chains} chains, "
-        f"{posterior.meta['nuts']['chain_method']})",
+        f"NUTS: {posterior.meta.seconds:.1f} s ({nuts.chains} chains, {posterior.meta.nuts.chain_method})",
         flush=True,
     )
-    for warning in posterior.meta["diagnostics"]["warnings"]:
+    for warning in posterior.meta.diagnostics.warnings:
         print(f"WARNING (NUTS): {warning}", flush=True)
 
     validation_path = store.root / "validation.json"

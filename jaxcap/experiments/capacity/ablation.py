@@ -1,22 +1,13 @@
-"""Why jaxcap stored less: the recipe ablation on issue 23's case, one change at a time.
+"""Why jaxcap stored less: the recipe ablation on the plain-reference case, one change at a time.
 
-    python -m jaxcap.experiments.capacity.ablation --workdir runs/capacity_ablation   # ~40 min, 2-core CPU
+    python -m jaxcap.experiments.capacity.ablation --workdir runs/capacity_ablation  # docs/capacity.md
     python -m jaxcap.experiments.capacity.ablation --workdir D --seeds 1 --rows baseline,positions
 
-The case: 1 layer, d_model 16, 2 heads x 8, d_ff 64; 255 random sequences of 16 tokens over a
-vocabulary of 16 (15,300 bits); batch 32; Adam, lr 1e-2, warmup 50; bits stored at 1,000
-exposures per item (`configs/capacity.py` with one architecture and one size). `baseline` is
-jaxcap's recipe before issue 23 (sinusoidal positions; token table N(0, 1/d) read times sqrt(d);
-Adam β2 0.98); every other row changes one thing and says what (`ROWS`), except the last two,
-which combine the changes that helped (the recipe `configs/capacity.py` now uses). Each row is a
-capacity run in its own sub-workdir (`<workdir>/<row>`), so an interrupted ablation resumes
-where it stopped. Prints and writes `<workdir>/ablation.md` (a Markdown table with machine and
-date) and `ablation.json`.
+The case is `jaxcap.experiments.capacity.plain`'s (1 layer, d_model 16, 255 random sequences);
+`baseline` is jaxcap's recipe before the recipe search, and every other row changes one thing.
+Each row is a capacity run in its own sub-workdir, so an interrupted ablation resumes.
 
-Two factors need no run: the weight-decay mask cannot act at weight decay 0 (the protocol's),
-and the bits-stored formula is checked against the plain implementation's on the same logits
-(tests/experiments/test_capacity_recipe.py). `jaxcap.experiments.capacity.plain` is the independent
-implementation the table is compared with.
+Details: docs/design.md#jaxcapexperimentscapacityablationpy.
 """
 
 from __future__ import annotations
@@ -60,7 +51,7 @@ RECIPE = {
 }
 # (row, factor, what changes, overrides on CASE)
 ROWS = (
-    ("baseline", "—", "jaxcap before issue 23", {}),
+    ("baseline", "—", "jaxcap before the memorization recipe", {}),
     (
         "positions",
         "position embedding",
@@ -167,7 +158,7 @@ def table(results: dict, seeds: int) -> str:
     base = results["baseline"]["constant"]
     stamp = f"{os.cpu_count()}-core {jax.devices()[0].platform.upper()}, {datetime.date.today()}"
     lines = [
-        f"Bits stored at 1,000 exposures per item (rows `*_4000`: 4,000), issue 23's case, seeds "
+        f"Bits stored at 1,000 exposures per item (rows `*_4000`: 4,000), the plain-reference case, seeds "
         f"0–{seeds - 1} (median [min–max]; Δ: median of the per-seed change against `baseline`). "
         f"Measured on the {stamp}.",
         "",

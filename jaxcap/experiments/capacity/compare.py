@@ -20,14 +20,16 @@ import math
 import numpy as np
 from scipy import stats
 
+from jaxcap.results.capacity_summary import CapacitySummary
 
-def multiplier(reference: dict, variant: dict, level: float = 0.9) -> dict | None:
+
+def multiplier(reference: CapacitySummary, variant: CapacitySummary, level: float = 0.9) -> dict | None:
     """C_variant / C_reference from two `capacity.summarize` entries: the posterior median and
     central `level` interval over the seeds both measured (None with fewer than two)."""
-    ref = dict(zip(reference["c_mem_seed_ids"], reference["c_mem_seeds"]))
+    ref = dict(zip(reference.c_mem_seed_ids, reference.c_mem_seeds))
     logs = [
         math.log(c / ref[s])
-        for s, c in zip(variant["c_mem_seed_ids"], variant["c_mem_seeds"])
+        for s, c in zip(variant.c_mem_seed_ids, variant.c_mem_seeds)
         if s in ref and c > 0 and ref[s] > 0
     ]
     if len(logs) < 2:
@@ -50,7 +52,7 @@ def multiplier_lines(archs: list[dict], name) -> list[str]:
         return []
     first = archs[0]
     lines = [
-        f"capacity relative to {name(first)} ({first['label'] or 'the base model'}), at each one's verdict "
+        f"capacity relative to {name(first)} ({first.label or 'the base model'}), at each one's verdict "
         "budget: posterior median and 90 % credible interval of C / C_first over paired seeds "
         "(jaxcap/experiments/capacity/compare.py):",
         "",
@@ -61,6 +63,6 @@ def multiplier_lines(archs: list[dict], name) -> list[str]:
         m = multiplier(first, a)
         cell = "—" if m is None else f"{m['median']:.3f} [{m['low']:.3f}–{m['high']:.3f}]"
         seeds = "—" if m is None else ", ".join(f"{x:.3f}" for x in m["per_seed"])
-        verdict = "capacity" if a["is_capacity"] else "lower bound"
-        lines.append(f"| {a['label'] or name(a)} | {a['c_mem']:,.0f} | {cell} | {seeds} | {verdict} |")
+        verdict = "capacity" if a.is_capacity else "lower bound"
+        lines.append(f"| {a.label or name(a)} | {a.c_mem:,.0f} | {cell} | {seeds} | {verdict} |")
     return [*lines, ""]

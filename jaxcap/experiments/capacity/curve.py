@@ -8,20 +8,7 @@ not steps, as Allen-Zhu & Li [1] do (knowledge capacity at 100 and 1,000 exposur
 twice as large needs twice the steps to reach the same budget, so a step budget favours small
 datasets and says nothing about saturation.
 
-Measurement. The whole training set is scored after every chunk (bits stored per member,
-`capacity.make_scores`; never inside a chunk, so the chunk stays one XLA program without host
-syncs). A member passes budget E at step s* = E·n/B, between two evals s0 < s* <= s1; its value
-at E is interpolated linearly in log exposures between those two evals (bits stored grow about
-linearly in log exposures, so the error is second order in the gap, which is one chunk). A
-budget passed before the first eval is left unresolved (None), never extrapolated. This is the
-record the stop rule keeps in the host cursor: the cursor is checkpointed with the population,
-so a resumed run continues the same record and stops at the same step as an uninterrupted one.
-
-Verdict. C(E): per seed, the most bits any dataset size (and learning rate) stored at E; its
-median and range over seeds. The curve is flat where C at its last budget exceeds C at the
-largest budget at most half as large by no more than `saturation_tol` of itself: less than that
-gained over the last doubling of exposures. Only a flat curve (whose dataset sizes also reached
-the plateau, `capacity.plateaued`) gives a capacity; otherwise C_mem is a lower bound.
+Details: docs/design.md#jaxcapexperimentscapacitycurvepy.
 
 [1] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
 """

@@ -1,17 +1,7 @@
 """Capacity across architectures: bits per parameter, a power law in n_params, and the empirical
 capacity model (ECM) of Härmä et al. [1], each judged by its error on held-out architectures.
 
-- Bits per parameter: the slope of C_mem against n_params, by least squares through the origin
-  (and, for comparison, with an intercept), from the median over seeds and from each seed alone
-  (its spread). Literature: ~2 bits/param (Allen-Zhu & Li [2]), ~3.6 (Morris et al. [3]).
-- Power law: C = k · n_params^γ, least squares in log-log.
-- ECM [1]: C = max(f(H, N) · B, αH + β) with f(H, N) = a / (N^(bH + c) + d) + e, where H is the
-  number of heads, N the sequence length and B the token-vector size (d_model). [1] counts
-  memorized items; here C is in bits. Fitted with `scipy.optimize.least_squares` on relative
-  residuals (the quantity MAPE measures) from a fixed set of starts, with d >= 0 so the
-  denominator stays positive. It has 7 parameters: with fewer than 8 architectures it is
-  underdetermined, and its held-out error says how much that matters.
-- Held out: leave one architecture out, fit the rest, predict it; MAPE = mean |Ĉ − C| / C, %.
+Details: docs/design.md#jaxcapexperimentscapacityfitpy.
 
 [1] Härmä, Pietrasik & Wilbik 2024, "Empirical Capacity Model for Self-Attention Neural
     Networks", arXiv:2407.15425.
@@ -26,6 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize
+
+from jaxcap.results.capacity_summary import CapacitySummary
 
 ECM_PARAMS = ("a", "b", "c", "d", "e", "alpha", "beta")
 
@@ -93,19 +85,19 @@ def held_out(fit: Callable, predict: Callable, x: np.ndarray, c: np.ndarray) -> 
     return out
 
 
-def fit_all(archs: list[dict]) -> dict:
+def fit_all(archs: list[CapacitySummary]) -> dict:
     """Every fit over the architectures of `capacity.summarize` (those with a finite C_mem)."""
-    archs = [a for a in archs if np.isfinite(a["c_mem"]) and a["c_mem"] > 0]
+    archs = [a for a in archs if np.isfinite(a.c_mem) and a.c_mem > 0]
     out: dict = {"n_archs": len(archs)}
     if not archs:
         return out
-    p = np.array([a["n_params"] for a in archs], np.float64)
-    c = np.array([a["c_mem"] for a in archs], np.float64)
+    p = np.array([a.n_params for a in archs], np.float64)
+    c = np.array([a.c_mem for a in archs], np.float64)
     out["bits_per_param"] = slope(p, c)
-    n_seeds = min(len(a["c_mem_seeds"]) for a in archs)
-    per_seed = [slope(p, np.array([a["c_mem_seeds"][s] for a in archs])) for s in range(n_seeds)]
+    n_seeds = min(len(a.c_mem_seeds) for a in archs)
+    per_seed = [slope(p, np.array([a.c_mem_seeds[s] for a in archs])) for s in range(n_seeds)]
     out["bits_per_param_seeds"] = per_seed
-    out["net_bits_per_param"] = slope(p, np.array([a["c_net"] for a in archs]))
+    out["net_bits_per_param"] = slope(p, np.array([a.c_net for a in archs]))
     if len(set(p)) >= 2:
         out["line_slope"], out["line_intercept"] = line(p, c)
         theta = power_law_fit(p, c)
@@ -115,7 +107,7 @@ def fit_all(archs: list[dict]) -> dict:
         pred = held_out(lambda q, y: power_law_fit(q, y), power_law_predict, p[:, None], c)
         out["power_law_mape_held_out"] = mape(pred, c)
         out["power_law_held_out"] = pred.tolist()
-    x = np.array([[a["n_heads"], a["seq_len"], a["d_model"]] for a in archs], np.float64)
+    x = np.array([[a.n_heads, a.seq_len, a.d_model] for a in archs], np.float64)
     if len(archs) >= 2:
         theta = ecm_fit(*x.T, c)
         out["ecm"] = dict(zip(ECM_PARAMS, map(float, theta)))

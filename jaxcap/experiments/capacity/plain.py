@@ -1,22 +1,9 @@
 """A plain, independent implementation of the capacity protocol: the check on jaxcap's number.
 
-Capacity is a maximum over training procedures, so jaxcap's recipe must store at least what an
-obvious implementation of the same protocol stores (docs/capacity.md). This
-module is that implementation, written without anything from jaxcap's model, trainer, task or
-scoring code: a GPT-style pre-LayerNorm Transformer [1] in plain `jax.numpy` (learned token and
-position embeddings, causal multi-head attention, GELU MLP, biases everywhere, final LayerNorm,
-untied head), optax's Adam at its defaults (β2 0.999, ε 1e-8) with a linear warmup and either a
-constant learning rate or a linear decay to 0 at the end of the run (the per-budget protocol of
-Allen-Zhu & Li [2]), batches drawn uniformly with replacement, and bits stored counted as in
-Morris et al. [3]: Σ over training sequences of max(0, 60 − code length in bits).
+Details: docs/design.md#jaxcapexperimentscapacityplainpy.
 
     python -m jaxcap.experiments.capacity.plain --exposures 1000            # constant lr
     python -m jaxcap.experiments.capacity.plain --exposures 1000 --decay    # decayed to 0
-
-prints one JSON line: bits stored, bits per parameter, exact fraction, wall seconds. The case
-is issue 23's: 1 layer, d_model 16, 2 heads x 8, d_ff 64, 255 sequences of 16 tokens over 16
-(15,300 bits), batch 32, lr 1e-2, warmup 50, seed 0 (about a minute per 1,000 exposures on
-the 2-core CPU). `tests/experiments/test_capacity_recipe.py` runs it at a tiny size beside jaxcap.
 
 [1] Radford et al. 2019, "Language Models are Unsupervised Multitask Learners" (GPT-2).
 [2] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
@@ -42,7 +29,7 @@ from jaxcap.config import cli
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """The protocol: data, model shape and recipe (defaults: issue 23's case)."""
+    """The protocol: data, model shape and recipe (defaults: the recipe ablation's case)."""
 
     n: int = 255
     vocab: int = 16

@@ -19,53 +19,54 @@ from pathlib import Path
 import numpy as np
 
 from jaxcap.reports.figures import new_figure, save_figure
+from jaxcap.results.capacity_summary import CapacitySummary
 
 LITERATURE = {"Allen-Zhu & Li 2024": 2.0, "Morris et al. 2025": 3.6}  # bits per parameter
 ALLEN_ZHU_EXPOSURES = {100: 1.0, 1000: 2.0}  # exposures -> bits per parameter, their Figure 1
 
 
-def name(a: dict) -> str:
+def name(a: CapacitySummary) -> str:
     """A short architecture name: layers, d_model, heads x d_head, d_ff and N, then the numerics
     where they are not float32 (the `:precision` variants differ only there)."""
-    model = a.get("model", {})
+    model = a.model
     numerics = [
         f"{model[k]} {k.split('_')[0]}"
         for k in ("param_dtype", "compute_dtype")
         if model.get(k, "float32") != "float32"
     ] + ([f"int{model['qat_bits']} QAT"] if model.get("qat_bits") else [])
-    return f"{a['n_layers']}L d{a['d_model']} {a['n_heads']}x{a['d_head']} ff{a['d_ff']} N{a['seq_len']}" + (
+    return f"{a.n_layers}L d{a.d_model} {a.n_heads}x{a.d_head} ff{a.d_ff} N{a.seq_len}" + (
         f" ({', '.join(numerics)})" if numerics else ""
     )
 
 
-def plot_exposures(archs: list[dict], path: Path) -> Path:
+def plot_exposures(archs: list[CapacitySummary], path: Path) -> Path:
     fig, (left, right) = new_figure((10.5, 5.2), 1, 2)
     for i, a in enumerate(archs):
-        points = [p for p in a["exposure_curve"] if p["median"] is not None]
-        x = [p["exposures"] for p in points]
-        flat = a["flat"]
-        verdict = "capacity" if a["is_capacity"] else "lower bound"
-        gain = "" if flat["gain"] is None else f", {flat['gain']:+.0%} last doubling"
-        label = f"{name(a)} ({a['n_params']:,} params; {verdict}{gain})"
-        annealed = [p for p in a.get("annealed_curve", []) if p["median"] is not None]
-        for ax, scale in ((left, 1.0), (right, 1.0 / a["n_params"])):
+        points = [p for p in a.exposure_curve if p.median is not None]
+        x = [p.exposures for p in points]
+        flat = a.flat
+        verdict = "capacity" if a.is_capacity else "lower bound"
+        gain = "" if flat.gain is None else f", {flat.gain:+.0%} last doubling"
+        label = f"{name(a)} ({a.n_params:,} params; {verdict}{gain})"
+        annealed = [p for p in a.annealed_curve if p.median is not None]
+        for ax, scale in ((left, 1.0), (right, 1.0 / a.n_params)):
             ax.plot(
                 x,
-                [p["median"] * scale for p in points],
+                [p.median * scale for p in points],
                 "o-",
                 color=f"C{i % 10}",
                 ms=3,
                 label=label if ax is right else None,
             )
-            low, high = [p["min"] * scale for p in points], [p["max"] * scale for p in points]
+            low, high = [p.min * scale for p in points], [p.max * scale for p in points]
             ax.fill_between(x, low, high, color=f"C{i % 10}", alpha=0.2, lw=0)
             if annealed:  # each budget its own run, decayed to 0 there: the verdict's curve
                 ax.errorbar(
-                    [p["exposures"] for p in annealed],
-                    [p["median"] * scale for p in annealed],
+                    [p.exposures for p in annealed],
+                    [p.median * scale for p in annealed],
                     yerr=[
-                        [(p["median"] - p["min"]) * scale for p in annealed],
-                        [(p["max"] - p["median"]) * scale for p in annealed],
+                        [(p.median - p.min) * scale for p in annealed],
+                        [(p.max - p.median) * scale for p in annealed],
                     ],
                     fmt="D--",
                     color=f"C{i % 10}",
@@ -98,23 +99,23 @@ def plot_exposures(archs: list[dict], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def plot_curves(archs: list[dict], path: Path) -> Path:
+def plot_curves(archs: list[CapacitySummary], path: Path) -> Path:
     fig, ax = new_figure((6.4, 4.6))
     top, bottom = 1.0, np.inf
     for i, a in enumerate(archs):
         color = f"C{i % 10}"
-        for p in a["curve"]:
-            ax.scatter([p["dataset_bits"]] * len(p["bits"]), p["bits"], s=8, alpha=0.4, color=color)
-        xs = [p["dataset_bits"] for p in a["curve"] if p["median"] is not None]
+        for p in a.curve:
+            ax.scatter([p.dataset_bits] * len(p.bits), p.bits, s=8, alpha=0.4, color=color)
+        xs = [p.dataset_bits for p in a.curve if p.median is not None]
         ax.plot(
             xs,
-            [p["median"] for p in a["curve"] if p["median"] is not None],
+            [p.median for p in a.curve if p.median is not None],
             "o-",
             color=color,
             ms=3,
-            label=f"{name(a)} ({a['n_params']:,} params)",
+            label=f"{name(a)} ({a.n_params:,} params)",
         )
-        ax.axhline(a["c_mem"], color=color, ls=":", lw=1)
+        ax.axhline(a.c_mem, color=color, ls=":", lw=1)
         top, bottom = max(top, *xs), min(bottom, *xs)
     ax.plot([bottom, top], [bottom, top], "--", color="gray", lw=1, label="y = x (everything stored)")
     ax.set_xscale("log")
@@ -126,16 +127,14 @@ def plot_curves(archs: list[dict], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
+def plot_bits_per_param(archs: list[CapacitySummary], fits: dict, path: Path) -> Path:
     fig, ax = new_figure((6.4, 4.2))
-    p = np.array([a["n_params"] for a in archs], np.float64)
-    c = np.array([a["c_mem"] for a in archs])
-    err = [c - np.array([a["c_min"] for a in archs]), np.array([a["c_max"] for a in archs]) - c]
+    p = np.array([a.n_params for a in archs], np.float64)
+    c = np.array([a.c_mem for a in archs])
+    err = [c - np.array([a.c_min for a in archs]), np.array([a.c_max for a in archs]) - c]
     ax.errorbar(p, c, yerr=err, fmt="o", capsize=3, label="C_mem (median, seed range)")
     for a in archs:
-        ax.annotate(
-            name(a), (a["n_params"], a["c_mem"]), fontsize=6, textcoords="offset points", xytext=(4, -8)
-        )
+        ax.annotate(name(a), (a.n_params, a.c_mem), fontsize=6, textcoords="offset points", xytext=(4, -8))
     grid = np.linspace(0, p.max() * 1.1, 50)
     if "bits_per_param" in fits:
         ax.plot(
@@ -147,7 +146,7 @@ def plot_bits_per_param(archs: list[dict], fits: dict, path: Path) -> Path:
         )
     for (paper, value), ls in zip(LITERATURE.items(), (":", "-.")):
         ax.plot(grid, value * grid, ls, color="gray", lw=1, label=f"{paper}: {value} bits/param")
-    heads = [a["head_budget_bits"] for a in archs]
+    heads = [a.head_budget_bits for a in archs]
     ax.scatter(p, heads, marker="x", color="C3", label="H × d_head × precision budget")
     ax.set_xlim(0, p.max() * 1.35)
     ax.set_xlabel("parameters")

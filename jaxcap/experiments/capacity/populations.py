@@ -7,11 +7,10 @@ size is one population (`size_bucket`): the constant-rate run to the last budget
 (recipe.py). All of them draw the largest n any round may reach (`largest_size`), so an
 architecture's sizes, in every round, share a compiled program per schedule. `check` refuses, in
 one line naming the field, what could not measure capacity: a task that is not random data, a
-sequence task without causal attention, a decay under the constant-rate run, a budget
-`train.steps` cannot reach, a first eval after the last budget, and the recipe settings
-`recipe.check` refuses. What it returns, the plan's `section`, is the `capacity` section as a
-typed `CapacitySettings` (declared once, below) with the one thing that still reads the config:
-the derivation of each size's population.
+decay under the constant-rate run, a budget `train.steps` cannot reach, a first eval after the
+last budget, and the recipe settings `recipe.check` refuses. What it returns, the plan's
+`section`, is a `CapacityRun`: the typed `CapacitySettings` (declared once, below) and the plan's
+buckets, from which each size's population derives (`Bucket.with_*`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ import dataclasses
 
 import ml_collections
 
-from jaxcap.config.plan import Bucket, make_buckets, variant_configs
+from jaxcap import tasks
+from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core.train import SCHEDULES
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
@@ -28,6 +28,8 @@ from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.fields import Choice, ConfigError, Float, Int, TupleOf, from_section, setting
 from jaxcap.models import param_count
 from jaxcap.tasks.random_data import RandomData
+
+NEVER = 1e30  # the constant-rate run's decay horizon, in steps: no run reaches it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,74 +58,95 @@ class CapacitySettings:
 
 @dataclasses.dataclass(frozen=True)
 class CapacityRun:
-    """The capacity experiment's checked section (`check` returns it as `plan.section`)."""
+    """The capacity experiment's typed section (`check` builds it as `plan.section`): its settings
+    and one bucket per architecture, from which every size's population derives (`size_bucket`)."""
 
     settings: CapacitySettings
-    # The one ConfigDict of a capacity run. Each size is a population whose task, hparams and
-    # schedule differ from the config's, and a bucket is built from a config (make_buckets), so
-    # every size derives from the validated config (`size_bucket`), here and nowhere else.
-    config: ml_collections.ConfigDict
+    architectures: tuple[Bucket, ...]  # the plan's buckets: one per config.sweep.buckets entry
+
+    def architecture(self, label: str) -> Bucket:
+        return next(b for b in self.architectures if b.label == label)
 
     def first_sizes(self, label: str) -> list[int]:
-        return first_sizes(self.config, label)
+        """Round 0's sizes for one architecture: from `capacity.bits_per_param_grid` and its
+        parameter count, or else `sweep.task.dataset_size`."""
+        bucket, grid = self.architecture(label), tuple(self.settings.bits_per_param_grid)
+        if not grid:
+            return sorted(set(bucket.grid.knob_grid.get("dataset_size", ()) or (bucket.task.dataset_size,)))
+        per_example = bucket.task.complexity_bits({"dataset_size": 1})
+        return capacity.sizes_for(grid, param_count(bucket.model), per_example)
 
-    def size_bucket(self, arch: int, label: str, sizes: list[int], size: int, *args, **kwargs) -> Bucket:
-        return size_bucket(self.config, arch, label, sizes, size, *args, **kwargs)
+    def largest_size(self, label: str) -> int:
+        sizes, cap = self.first_sizes(label), self.settings
+        for _ in range(cap.max_rounds - 1):
+            sizes = capacity.next_sizes(sizes, cap.growth, cap.extend)
+        return max(sizes)
+
+    def size_bucket(
+        self,
+        arch: int,
+        label: str,
+        sizes: list[int],
+        size: int,
+        budget: float | None = None,
+        recipe: dict | None = None,
+        name: str = "",
+    ) -> Bucket:
+        """The population of one dataset size in a round of `sizes`: its task draws the largest n
+        any round may reach, so every size of every round has the same shapes and one compiled
+        program (the extra examples are drawn but neither trained on nor counted). With a
+        `recipe`, its hyperparameters replace the `sweep.hparams` grid; with a `budget`, the run
+        is annealed: its learning rate decays to 0 when the items have had `budget` exposures;
+        without one it is the constant-rate run, on the same program."""
+        top = max(*sizes, self.largest_size(label))
+        bucket = self.architecture(label).with_task(dataset_size=top, max_dataset_size=top)
+        # Every run of a size decays on `anneal_schedule`, the constant-rate run too, with a horizon
+        # it never reaches: its rate is then the warmup ramp bit for bit (1 - t/1e30 and cos(π t/1e30)
+        # round to 1 in float32) and it shares the annealed runs' compiled program.
+        # (`anneal_schedule` may be constant only when nothing is annealed: recipe.check)
+        bucket = bucket.with_knobs(dataset_size=(size,)).with_settings(schedule=self.settings.anneal_schedule)
+        if recipe is not None:
+            bucket = bucket.with_hparams({k: float(v) for k, v in recipe.items()}, sweep=False)
+        if bucket.settings.schedule != "constant":
+            horizon = (
+                NEVER if budget is None else capacity_recipe.horizon(budget, size, bucket.settings.batch_size)
+            )
+            bucket = bucket.with_hparams({"decay_steps": float(horizon)})
+        name = name or f"b{arch}n{size}" + ("" if budget is None else f"a{budget:g}")
+        return dataclasses.replace(bucket, name=name)
 
 
-def first_sizes(config: ml_collections.ConfigDict, label: str) -> list[int]:
-    """Round 0's sizes for one architecture: from `capacity.bits_per_param_grid` and its
-    parameter count, or else `sweep.task.dataset_size`."""
-    grid = tuple(config.capacity.bits_per_param_grid)
-    if not grid:
-        return sorted(set(config.sweep.task.get("dataset_size", ()) or (config.task.dataset_size,)))
-    [bucket] = make_buckets(_only(config, label))
-    per_example = bucket.task.complexity_bits({"dataset_size": 1})
-    return capacity.sizes_for(grid, param_count(bucket.model), per_example)
-
-
-def largest_size(config: ml_collections.ConfigDict, label: str) -> int:
-    sizes = first_sizes(config, label)
-    for _ in range(config.capacity.max_rounds - 1):
-        sizes = capacity.next_sizes(sizes, config.capacity.growth, config.capacity.extend)
-    return max(sizes)
-
-
-def check(config: ml_collections.ConfigDict) -> CapacityRun:
-    """What `config.validate` cannot know: the task suits the experiment at every size it may
-    reach, and every size reaches the last exposure budget within `train.steps`. Returns the
-    run's typed section."""
-    budgets = tuple(config.capacity.exposures)
+def check(config: ml_collections.ConfigDict, plan: Plan) -> CapacityRun:
+    """The capacity section built over the plan's buckets, refusing what could not measure
+    capacity: the task suits the experiment at every size it may reach, and every size reaches
+    the last exposure budget within `train.steps`."""
+    run = CapacityRun(from_section(CapacitySettings, config.capacity), plan.buckets)
+    budgets = tuple(run.settings.exposures)
     if not budgets or any(b <= a for a, b in zip(budgets, budgets[1:])):
         raise ConfigError(
             f"config.capacity.exposures: got {budgets}; allowed: a non-empty ascending tuple of "
             "exposures per item (e.g. (10, 100, 1000))"
         )
-    capacity_recipe.check(config)
-    longest = max(budgets[-1], *config.capacity.annealed, config.capacity.search_exposures)
-    for i, (label, variant) in enumerate(variant_configs(config)):
+    capacity_recipe.check(run.settings, plan.buckets[0].grid)
+    longest = max(budgets[-1], *run.settings.annealed, run.settings.search_exposures)
+    for i, bucket in enumerate(plan.buckets):
+        label = bucket.label
         where = f"config.sweep.buckets[{i}] ({label}): " if label else ""
-        [bucket] = make_buckets(_only(variant, ""))
         if not isinstance(bucket.task, RandomData):
             raise ConfigError(
-                f"config.task.name: got {variant.task.name!r}; allowed: random_labels, random_tokens"
+                f"config.task.name: got {task_name(bucket.task)!r}; allowed: random_labels, random_tokens"
             )
-        if bucket.task.spec.kind == "sequence" and variant.model.attention != "causal":
+        if bucket.settings.schedule != "constant":
             raise ConfigError(
-                f"{where}config.model.attention: got {variant.model.attention!r}; allowed: causal "
-                "(next-token prediction must not see the token it predicts)"
-            )
-        if variant.train.schedule != "constant":
-            raise ConfigError(
-                f"{where}config.train.schedule: got {variant.train.schedule!r}; allowed: constant (the "
+                f"{where}config.train.schedule: got {bucket.settings.schedule!r}; allowed: constant (the "
                 "bits at an exposure budget must not depend on where train.steps ends a decay)"
             )
-        top, smallest = largest_size(config, label), min(first_sizes(config, label))
+        top, smallest = run.largest_size(label), min(run.first_sizes(label))
         try:
             dataclasses.replace(bucket.task, max_dataset_size=top).check()
         except ConfigError as e:
             raise ConfigError(f"{where}{e} (sizes may grow to {top} in config.capacity.max_rounds)") from None
-        t = variant.train
+        t = bucket.settings
         need = -(-capacity_curve.steps_to(longest, top, t.batch_size) // t.chunk_steps) * t.chunk_steps
         if t.steps < need:
             raise ConfigError(
@@ -136,41 +159,9 @@ def check(config: ml_collections.ConfigDict) -> CapacityRun:
                 f"{int(budgets[-1] * smallest // t.batch_size)} (the first eval must come before "
                 f"n = {smallest} reaches the last budget, {budgets[-1]:g} exposures)"
             )
-    return CapacityRun(from_section(CapacitySettings, config.capacity), config)
+    return run
 
 
-def _only(config: ml_collections.ConfigDict, label: str, sizes: list[int] | None = None):
-    """A copy of `config` with one architecture (bucket label) and the given dataset sizes."""
-    variant = ml_collections.ConfigDict(config.to_dict())
-    variant.sweep.buckets = (label,) if label else ()
-    if sizes is not None:
-        variant.sweep.task.dataset_size = tuple(sizes)
-    return variant
-
-
-def size_bucket(
-    config,
-    arch: int,
-    label: str,
-    sizes: list[int],
-    size: int,
-    budget: float | None = None,
-    recipe: dict | None = None,
-    name: str = "",
-) -> Bucket:
-    """The population of one dataset size in a round of `sizes`: its task draws the largest n any
-    round may reach, so every size of every round has the same shapes and one compiled program
-    (the extra examples are drawn but neither trained on nor counted). With a
-    `recipe`, its hyperparameters replace the `sweep.hparams` grid; with a `budget`, the run is
-    annealed: its learning rate decays to 0 when the items have had `budget` exposures."""
-    variant = _only(config, label, [size])
-    variant.task.dataset_size = variant.task.max_dataset_size = max(*sizes, largest_size(config, label))
-    if recipe is not None:
-        variant.hparams.update(recipe)
-        variant.sweep.hparams = {k: () for k in variant.sweep.hparams}
-    if budget is not None:
-        variant.train.schedule = config.capacity.anneal_schedule
-        variant.hparams.decay_steps = float(capacity_recipe.horizon(budget, size, variant.train.batch_size))
-    [bucket] = make_buckets(variant)
-    name = name or f"b{arch}n{size}" + ("" if budget is None else f"a{budget:g}")
-    return dataclasses.replace(bucket, name=name)
+def task_name(task) -> str:
+    """The registry name of a task (what config.task.name says)."""
+    return next(name for name, cls in tasks.TASKS.items() if type(task) is cls)

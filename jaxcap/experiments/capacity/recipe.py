@@ -9,14 +9,7 @@ annealed to `search_exposures`. The recipe whose median bits stored over seeds i
 short population, not a factor on every budget. The search's rows are in capacity.jsonl
 (`schedule: "search"`), every row names its recipe, and the report says which one won.
 
-Annealed budgets (`capacity.annealed`). The constant-learning-rate run reads bits stored at
-every budget of `capacity.exposures` off one curve. An annealed budget E is instead its own run
-whose learning rate decays to 0 exactly when the items have had E exposures (the protocol of
-Allen-Zhu & Li [1], whose budgets are separate runs with decaying rates): `train.schedule` is
-`capacity.anneal_schedule` and the per-member `decay_steps` is E·n/B, so every size and budget
-of an architecture shares one compiled program. Past the horizon the rate is 0 and nothing
-changes, so the final eval measures the model at exactly E. Annealing removes the SGD noise a
-constant rate keeps, so it stores more at the same exposures (docs/capacity.md).
+Details: docs/design.md#jaxcapexperimentscapacityrecipepy.
 
 [1] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
 """
@@ -53,9 +46,9 @@ def horizon(budget: float, n: int, batch_size: int) -> int:
     return capacity_curve.steps_to(budget, n, batch_size)
 
 
-def check(config) -> None:
-    """The recipe search and annealed budgets are well posed (before anything compiles)."""
-    cap = config.capacity
+def check(cap, grid) -> None:
+    """The recipe search and annealed budgets are well posed (before anything compiles): `cap`
+    the capacity settings, `grid` the members' grid (jaxcap.config.plan.Grid)."""
     annealed = tuple(cap.annealed)
     if any(b <= a for a, b in zip(annealed, annealed[1:])):
         raise ConfigError(
@@ -66,8 +59,8 @@ def check(config) -> None:
             "config.capacity.anneal_schedule: got 'constant'; allowed: linear, cosine (an annealed "
             "budget is a run whose learning rate decays to 0 at that budget)"
         )
-    grid = {k: tuple(v) for k, v in config.sweep.hparams.items() if len(v)}
-    lrs = grid.get("learning_rate", (config.hparams.learning_rate,))
+    hparams, grid = grid.hparams, {k: tuple(v) for k, v in grid.hparam_grid.items() if len(v)}
+    lrs = grid.get("learning_rate", (hparams["learning_rate"],))
     if not any(lr > 0 for lr in lrs):
         raise ConfigError(
             f"config.sweep.hparams.learning_rate: got {lrs}; allowed: at least one value > 0 "
@@ -120,10 +113,10 @@ def recipe_lines(archs: list[dict], cap: dict) -> list[str]:
         how = (
             f"the best of the sweep.hparams grid at {cap['search_exposures']:g} annealed exposures "
             "(search rows in capacity.jsonl)"
-            if a.get("searched")
+            if a.searched
             else "as configured (no search)"
         )
-        lines.append(f"- recipe of {a['label'] or 'the base model'}: {recipe_label(a['recipe'])}; {how}")
+        lines.append(f"- recipe of {a.label or 'the base model'}: {recipe_label(a.recipe)}; {how}")
     return lines
 
 

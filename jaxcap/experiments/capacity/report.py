@@ -30,11 +30,12 @@ from jaxcap.experiments.capacity.plots import (
     plot_curves,
     plot_exposures,
 )
+from jaxcap.results.capacity_summary import CapacityReport, CapacitySummary
 from jaxcap.results.records import CapacityRow
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
 
 
-def _summaries(root: Path, exposures: float | None = None) -> tuple[dict, list[dict]]:
+def _summaries(root: Path, exposures: float | None = None) -> tuple[dict, list[CapacitySummary]]:
     """(config, `capacity.summarize` per architecture) of a capacity workdir; with `exposures`,
     as if training had ended at the largest budget not above it."""
     config_path, rows_path = root / "config.json", root / "capacity.jsonl"
@@ -77,36 +78,36 @@ def saturated_capacity(workdir: str | Path, arch: int | str | dict, exposures: f
     """
     _, archs = _summaries(Path(workdir), exposures)
     if isinstance(arch, int):
-        found = [a for a in archs if a["arch"] == arch]
+        found = [a for a in archs if a.arch == arch]
     elif isinstance(arch, str):
-        found = [a for a in archs if a["label"] == arch]
+        found = [a for a in archs if a.label == arch]
     else:
-        found = [a for a in archs if all(a["model"].get(k) == v for k, v in arch.items())]
+        found = [a for a in archs if all(a.model.get(k) == v for k, v in arch.items())]
     if len(found) != 1:
-        known = "; ".join(f"{a['arch']}: {a['label'] or name(a)}" for a in archs)
+        known = "; ".join(f"{a.arch}: {a.label or name(a)}" for a in archs)
         raise ValueError(
             f"arch: got {arch!r}, which matches {len(found)} architectures; allowed: one of {known}"
         )
     [a] = found
     return {
-        "bits": a["c_mem"],
-        "min": a["c_min"],
-        "max": a["c_max"],
-        "seeds": a["c_mem_seeds"],
+        "bits": a.c_mem,
+        "min": a.c_min,
+        "max": a.c_max,
+        "seeds": a.c_mem_seeds,
         "workdir": str(workdir),
-        "saturated": a["is_capacity"],
-        "flat": a["flat"]["flat"],
-        "plateau": a["plateau"],
-        "gain": a["flat"]["gain"],
-        "exposures": a["flat"]["to"],
-        "n_params": a["n_params"],
-        "bits_per_param": a["bits_per_param"],
-        "label": a["label"],
-        "model": a["model"],
+        "saturated": a.is_capacity,
+        "flat": a.flat.flat,
+        "plateau": a.plateau,
+        "gain": a.flat.gain,
+        "exposures": a.flat.to,
+        "n_params": a.n_params,
+        "bits_per_param": a.bits_per_param,
+        "label": a.label,
+        "model": a.model,
     }
 
 
-def load(store: Store) -> tuple[dict, list[dict], dict, float]:
+def load(store: Store) -> tuple[dict, list[CapacitySummary], dict, float]:
     """(config, per-architecture summaries, fits, summed wall time) of a capacity workdir."""
     config, archs = _summaries(store.root)
     wall = sum(r["wall_s"] for r in read_jsonl(store.root / "capacity_time.jsonl"))
@@ -117,26 +118,26 @@ def _f(x, spec=",.0f") -> str:
     return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else format(x, spec)
 
 
-def verdict(a: dict) -> str:
-    flat, tol = a["flat"], a["flat"]["tol"]
-    if a["is_capacity"]:
-        return f"capacity (gain {flat['gain']:+.1%} ≤ {tol:.0%})"
+def verdict(a: CapacitySummary) -> str:
+    flat, tol = a.flat, a.flat.tol
+    if a.is_capacity:
+        return f"capacity (gain {flat.gain:+.1%} ≤ {tol:.0%})"
     why = []
-    if not flat["flat"]:
-        why.append("no doubling to judge" if flat["gain"] is None else f"still gaining {flat['gain']:+.1%}")
-    if not a["plateau"]:
+    if not flat.flat:
+        why.append("no doubling to judge" if flat.gain is None else f"still gaining {flat.gain:+.1%}")
+    if not a.plateau:
         why.append("sizes not plateaued")
     return "lower bound: " + ", ".join(why)
 
 
-def exposure_table(archs: list[dict], key: str = "exposure_curve") -> list[str]:
+def exposure_table(archs: list[CapacitySummary], key: str = "exposure_curve") -> list[str]:
     """Bits per parameter at each budget of one curve (`exposure_curve`: the constant-rate run;
     `annealed_curve`: a run per budget), its gain over the last doubling, and the verdict where
     this is the curve the verdict reads."""
-    archs = [a for a in archs if a.get(key)]
+    archs = [a for a in archs if getattr(a, key)]
     if not archs:
         return []
-    budgets = sorted({p["exposures"] for a in archs for p in a[key]})
+    budgets = sorted({p.exposures for a in archs for p in getattr(a, key)})
     lines = [
         "| arch | params | "
         + " | ".join(f"{e:g}" for e in budgets)
@@ -144,42 +145,42 @@ def exposure_table(archs: list[dict], key: str = "exposure_curve") -> list[str]:
         "|---|---|" + "---|" * len(budgets) + "---|---|",
     ]
     for a in archs:
-        at = {p["exposures"]: p for p in a[key]}
+        at = {p.exposures: p for p in getattr(a, key)}
         per_param = [
-            [at[e][k] and at[e][k] / a["n_params"] for k in ("median", "min", "max")]
+            [getattr(at[e], k) and getattr(at[e], k) / a.n_params for k in ("median", "min", "max")]
             if e in at
             else [None] * 3
             for e in budgets
         ]
         cells = ["—" if m is None else f"{m:.2f} [{lo:.2f}–{hi:.2f}]" for m, lo, hi in per_param]
-        flat = capacity_curve.flatness(a[key], a["flat"]["tol"])
+        flat = capacity_curve.flatness([p.to_json() for p in getattr(a, key)], a.flat.tol)
         span = "—" if flat["gain"] is None else f"{flat['gain']:+.1%} ({flat['from']:g} → {flat['to']:g})"
-        mine = (key == "annealed_curve") == (a["verdict_schedule"] == "annealed")
+        mine = (key == "annealed_curve") == (a.verdict_schedule == "annealed")
         lines.append(
-            f"| {name(a)} | {a['n_params']:,} | "
+            f"| {name(a)} | {a.n_params:,} | "
             + " | ".join(cells)
             + f" | {span} | {verdict(a) if mine else '(not the verdict curve)'} |"
         )
     return lines
 
 
-def literature(archs: list[dict]) -> str:
+def literature(archs: list[CapacitySummary]) -> str:
     """Our numbers beside the published protocols' (docs/capacity.md)."""
 
     def at(e):  # Allen-Zhu & Li anneal every budget: our annealed curve where it has e
         vals = []
         for a in archs:
-            points = [p for p in a.get("annealed_curve", []) if p["exposures"] == e]
-            vals += [p["bits_per_param"] for p in points or a["exposure_curve"] if p["exposures"] == e]
+            points = [p for p in a.annealed_curve if p.exposures == e]
+            vals += [p.bits_per_param for p in points or a.exposure_curve if p.exposures == e]
         vals = [v for v in vals if v is not None]
         return f"{min(vals):.2f}–{max(vals):.2f}" if vals else "not measured"
 
-    last = archs[0]["flat"]["to"]
+    last = archs[0].flat.to
     return (
         f"Published protocols: Allen-Zhu & Li 2024 ~1 bit/param at 100 exposures and ~2 at 1,000 "
         f"(here {at(100.0)} and {at(1000.0)} across architectures); Morris et al. 2025 ~3.6 trained to "
         f"convergence (here {at(last)} at {last:g} exposures, "
-        f"{sum(a['is_capacity'] for a in archs)} of {len(archs)} architectures flat)."
+        f"{sum(a.is_capacity for a in archs)} of {len(archs)} architectures flat)."
     )
 
 
@@ -189,7 +190,7 @@ def format_text(store: Store) -> str:
         return "(no capacity measurements yet)"
     task, cap = config["task"], config["capacity"]
     lines = [
-        f"capacity of {archs[0]['family']} (vocab {task['vocab_size']}, seq_len {task['seq_len']}"
+        f"capacity of {archs[0].family} (vocab {task['vocab_size']}, seq_len {task['seq_len']}"
         + (f", {task['n_classes']} classes" if "n_classes" in task else "")
         + f"); {config['sweep']['seeds']} seeds; batch {config['train']['batch_size']}",
         *capacity_recipe.recipe_lines(archs, cap),
@@ -213,12 +214,12 @@ def format_text(store: Store) -> str:
     ]
     for a in archs:
         lines.append(
-            f"| {name(a)} | {a['n_params']:,} ({a['n_embedding_params']:,}, {a['n_head_params']:,}) | "
-            f"{a['n_heads']} x {a['d_head']} | {_f(a['c_mem'])} [{_f(a['c_min'])}, {_f(a['c_max'])}] | "
-            f"{a['bits_per_param']:.2f} | {a['bits_per_body_param']:.2f} | "
-            f"{'yes' if a['plateau'] else 'NO'} | {a['head_budget_bits']:,.0f} | "
-            f"{a['head_utilization']:.2f} | {a['storage_budget_bits']:,.0f} | "
-            f"{a['storage_utilization']:.3f} | {a['members'] - a['unsaturated']}/{a['members']} |"
+            f"| {name(a)} | {a.n_params:,} ({a.n_embedding_params:,}, {a.n_head_params:,}) | "
+            f"{a.n_heads} x {a.d_head} | {_f(a.c_mem)} [{_f(a.c_min)}, {_f(a.c_max)}] | "
+            f"{a.bits_per_param:.2f} | {a.bits_per_body_param:.2f} | "
+            f"{'yes' if a.plateau else 'NO'} | {a.head_budget_bits:,.0f} | "
+            f"{a.head_utilization:.2f} | {a.storage_budget_bits:,.0f} | "
+            f"{a.storage_utilization:.3f} | {a.members - a.unsaturated}/{a.members} |"
         )
     lines += ["", "fits across architectures (C_mem at the last budget):"]
     if "bits_per_param" in fits:
@@ -248,40 +249,40 @@ def format_text(store: Store) -> str:
     lines += ["", bound_statement(archs), "", *multiplier_lines(archs, name)]
     for a in archs:
         lines += [
-            f"curve over dataset sizes of {name(a)} ({a['label'] or 'the base model'}; {a['rounds']} "
-            f"round(s)), at {a['flat']['to']:g} exposures ({a['verdict_schedule']} rate):",
+            f"curve over dataset sizes of {name(a)} ({a.label or 'the base model'}; {a.rounds} "
+            f"round(s)), at {a.flat.to:g} exposures ({a.verdict_schedule} rate):",
             "",
             "| n | dataset bits | bits stored: median [min, max] | exact | best lr | members flat |",
             "|---|---|---|---|---|---|",
         ]
-        for p in a["curve"]:
+        for p in a.curve:
             lines.append(
-                f"| {p['size']} | {p['dataset_bits']:,.0f} | "
-                f"{_f(p['median'])} [{_f(p['min'])}, {_f(p['max'])}] "
-                f"| {_f(p['exact'], '.3f')} | {','.join(f'{x:g}' for x in p['best_lr'])} "
-                f"| {p['saturated']}/{p['members']} |"
+                f"| {p.size} | {p.dataset_bits:,.0f} | "
+                f"{_f(p.median)} [{_f(p.min)}, {_f(p.max)}] "
+                f"| {_f(p.exact, '.3f')} | {','.join(f'{x:g}' for x in p.best_lr)} "
+                f"| {p.saturated}/{p.members} |"
             )
         lines.append("")
     lines.append(f"\ntraining + measurement time: {wall:.0f} s (summed over sizes and processes)")
     return "\n".join(lines)
 
 
-def bound_statement(archs: list[dict]) -> str:
+def bound_statement(archs: list[CapacitySummary]) -> str:
     """Which of the two budgets actually bounds the measured capacity, in words."""
-    over = [a for a in archs if a["c_mem"] > a["head_budget_bits"]]
-    storage = max(a["storage_utilization"] for a in archs)
+    over = [a for a in archs if a.c_mem > a.head_budget_bits]
+    storage = max(a.storage_utilization for a in archs)
     head = (
         f"C_mem exceeds the seed design's H × d_head × precision budget for {len(over)} of {len(archs)} "
         "architectures, so that budget is not an upper bound on memorization: it counts one layer's "
         "attention width, while every parameter (embeddings, MLPs, head) stores bits."
         if over
         else f"C_mem stays below H × d_head × precision for all {len(archs)} architectures "
-        f"(at most {max(a['head_utilization'] for a in archs):.0%} of it)."
+        f"(at most {max(a.head_utilization for a in archs):.0%} of it)."
     )
     return (
         f"{head} The storage budget n_params × precision always holds but is loose: at most "
-        f"{storage:.1%} of it is used (at most {max(a['bits_per_param'] for a in archs):.2f} bits per "
-        f"parameter of {archs[0]['precision_bits']})."
+        f"{storage:.1%} of it is used (at most {max(a.bits_per_param for a in archs):.2f} bits per "
+        f"parameter of {archs[0].precision_bits})."
     )
 
 
@@ -302,6 +303,6 @@ def write_report(store: Store) -> list[Path]:
     text = f"# capacity: {store.root.name}\n\n{format_text(store)}\n\n"
     text += "".join(f"![{f.stem}]({f.name})\n" for f in figures)
     write_atomic(out / "report.md", text)
-    summary = {"architectures": archs, "fits": fits, "wall_s": wall}
+    summary = CapacityReport(archs, fits, wall).to_json()
     write_atomic(out / "capacity.json", json.dumps(clean(summary), indent=1) + "\n")
     return [out / "report.md", out / "capacity.json", *figures]

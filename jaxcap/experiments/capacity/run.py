@@ -1,22 +1,13 @@
 """The capacity experiment: per architecture, bits stored against exposures per item, for
 random datasets grown until the bits stored plateau.
 
-`config.sweep.buckets` lists the architectures (e.g. "model.d_model=16,model.n_heads=2"). Round 0
-trains the dataset sizes whose bits are `capacity.bits_per_param_grid` times the architecture's
-parameter count (so each grid brackets its own capacity), or `config.sweep.task.dataset_size`
-when that grid is empty. Every size is one population (learning rates × seeds) trained to the
-last of `capacity.exposures` (steps × batch / n, jaxcap/experiments/capacity/curve.py): all its members
-share n, so they pass each budget at the same step. All sizes of a round share one compiled
-program: the task draws the round's largest n for every member and n is a traced knob
-(`jaxcap.tasks.random_data`), so a population per size costs no compile and each size trains
-only the steps its own budget needs (a population mixing sizes would run every member for the
-largest size's steps). After every chunk the whole training set is scored (bits stored per
-member), and the budgets passed are recorded in the checkpointed cursor; capacity.jsonl gets one
-row per member with the bits at every budget. If the sizes have not plateaued, the next round
-adds larger ones (`capacity.growth`, `capacity.extend`), up to `capacity.max_rounds` rounds.
+`config.sweep.buckets` lists the architectures. Each round trains dataset sizes bracketing the
+architecture's capacity, one population (learning rates x seeds) per size, all sizes of a round
+sharing one compiled program (n is a traced knob of `jaxcap.tasks.random_data`); the whole
+training set is scored after every chunk, and capacity.jsonl gets one row per member with the
+bits at every exposure budget. Rounds grow the sizes until the bits plateau. Rerunning resumes.
 
-Rerunning resumes: a measured size is skipped, a trained one is read from its checkpoint, an
-interrupted one resumes inside `train_bucket` with its exposure record.
+Details: docs/design.md#jaxcapexperimentscapacityrunpy.
 """
 
 from __future__ import annotations
@@ -226,17 +217,17 @@ def capacity_experiment(plan: Plan, store: Store) -> list[CapacityRow]:
                     seen += _rows(plan, store, bucket, arch, round_, budget, "annealed")
                     _print_size(bucket, seen, size, [budget], "annealed")
             [summary] = capacity.summarize(seen, cap.plateau_tol, cap.saturation_tol)
-            flat = summary["flat"]
-            gain = "—" if flat["gain"] is None else f"{flat['gain']:+.1%}"
+            flat = summary.flat
+            gain = "—" if flat.gain is None else f"{flat.gain:+.1%}"
             print(
-                f"[b{arch}] {summary['label'] or 'base model'}: C_mem {summary['c_mem']:,.0f} bits "
-                f"({summary['bits_per_param']:.2f} bits/param) at {flat['to']:g} exposures "
-                f"({summary['verdict_schedule']} rate); gain over the last doubling {gain} "
-                f"({'flat' if flat['flat'] else 'still gaining'}); sizes "
-                f"{'plateaued' if summary['plateau'] else 'not plateaued'}",
+                f"[b{arch}] {summary.label or 'base model'}: C_mem {summary.c_mem:,.0f} bits "
+                f"({summary.bits_per_param:.2f} bits/param) at {flat.to:g} exposures "
+                f"({summary.verdict_schedule} rate); gain over the last doubling {gain} "
+                f"({'flat' if flat.flat else 'still gaining'}); sizes "
+                f"{'plateaued' if summary.plateau else 'not plateaued'}",
                 flush=True,
             )
-            if summary["plateau"]:
+            if summary.plateau:
                 break
             sizes = capacity.next_sizes(sizes, cap.growth, cap.extend)
     written = capacity_report.write_report(store)

@@ -1,34 +1,7 @@
 """Capacity in bits: what a trained member stores about random data, when training has
 saturated, where the storage curve plateaus, and the theoretical budgets it is compared with.
 
-Bits stored. On uniformly random answers (K classes, or V tokens per scored position) nothing
-generalizes, so every bit of code length a model saves below the uniform code was memorized:
-
-    bits stored = Σ over training items of max(0, Σ over its scored positions (log2 K − CE_bits)),
-
-the entropy of the data minus the model's code length, clipped at zero per item (an item coded
-worse than uniform stores nothing, it does not un-store the others) — the quantity of Morris
-et al. [1], with the uniform distribution as the reference model since the data are uniform.
-The unclipped sum (`net_bits`) is reported beside it as a conservative lower bound.
-A perfect memorizer stores n·log2 K bits, the uniform predictor 0. Per-item values are computed
-on device in float32 (each at most a few hundred bits) and summed over items on the host in
-float64, so no float32 accumulation error enters the totals. `exact` is the fraction of items
-whose every scored argmax is right.
-
-Exposures, saturation and plateau (jaxcap/experiments/capacity/curve.py). Training length is counted in
-exposures per item (steps × batch / n), not steps: bits stored are recorded at each budget of
-`exposures` (e.g. 10 … 1,000), C(E) is per seed the most bits any size stored at E, and the
-curve is flat where C gained less than `saturation_tol` over the last doubling of exposures.
-The dataset grows until the bits stored plateau: the largest size stores less than
-(1 + `plateau_tol`) times the best smaller size while it is not memorized (< 90 % of its
-bits). C_mem, C at the last budget (median and range over seeds), is a capacity only where
-both hold, and a lower bound otherwise. `saturated` is the older per-member test on a series of
-evals, kept for populations that record no exposures (jaxcap/experiments/enhance/capacity.py).
-
-Budgets: the seed design's H × d_head × precision_bits (8 × 32 × 32 = 8,192 bits for the
-baseline) and the storage budget n_params × precision_bits; utilization = C_mem / budget.
-Literature: ~2 bits per parameter (Allen-Zhu & Li [2]), ~3.6 bits per parameter for GPT-style
-models (Morris et al. [1]).
+Details: docs/design.md#jaxcapexperimentscapacitysizespy.
 
 [1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
 [2] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
@@ -48,6 +21,7 @@ from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity.budgets import budgets, embedding_params
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import make_apply
+from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 from jaxcap.tasks import Split, Task
 
@@ -201,8 +175,10 @@ def _curve(members: list[CapacityRow]) -> list[dict]:
     return points
 
 
-def summarize(rows: list[CapacityRow], plateau_tol: float, saturation_tol: float = 0.05) -> list[dict]:
-    """One dict per architecture: its curve over sizes, C_mem over seeds, bits/param, budgets,
+def summarize(
+    rows: list[CapacityRow], plateau_tol: float, saturation_tol: float = 0.05
+) -> list[CapacitySummary]:
+    """One record per architecture: its curve over sizes, C_mem over seeds, bits/param, budgets,
     utilization, and (rows with exposure budgets) C per budget with the flatness verdict: C_mem
     is a capacity (`is_capacity`) only where C(E) flattened and the sizes plateaued."""
     out = []
@@ -236,40 +212,37 @@ def summarize(rows: list[CapacityRow], plateau_tol: float, saturation_tol: float
             else None
         )
         plateau = plateaued(sizes, medians, data_bits, plateau_tol)
-        out.append(
-            {
-                "arch": arch,
-                "label": first.arch_label,
-                "family": first.family,
-                **{
-                    k: first.model[k] for k in ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "seq_len")
-                },
-                "n_params": first.n_params,
-                "model": first.model,
-                "curve": curve,
-                "c_mem_seeds": c_seed,
-                "c_mem_seed_ids": seeds,
-                "c_mem": c_mem,
-                "c_min": min(c_seed, default=None),
-                "c_max": max(c_seed, default=None),
-                "bits_per_param": c_mem / first.n_params,
-                **{f"n_{k}_params": v for k, v in embedding_params(first.model).items()},
-                "bits_per_body_param": c_mem / (first.n_params - sum(embedding_params(first.model).values())),
-                "c_net": float(np.median(net)) if net else float("nan"),
-                "plateau": plateau,
-                "exposure_curve": by_exposure,
-                "annealed_curve": by_budget,
-                "verdict_schedule": "annealed" if by_budget else "constant",
-                "recipe": first.trained_recipe,
-                "searched": bool(searched),
-                "flat": flat,
-                "is_capacity": bool(plateau and flat and flat["flat"]),
-                "rounds": 1 + max(r.round for r in everyone),
-                "unsaturated": sum(not r.saturated for r in members),
-                "members": len(members),
-                **budget,
-                "head_utilization": c_mem / budget["head_budget_bits"],
-                "storage_utilization": c_mem / budget["storage_budget_bits"],
-            }
-        )
+        summary = {
+            "arch": arch,
+            "label": first.arch_label,
+            "family": first.family,
+            **{k: first.model[k] for k in ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "seq_len")},
+            "n_params": first.n_params,
+            "model": first.model,
+            "curve": curve,
+            "c_mem_seeds": c_seed,
+            "c_mem_seed_ids": seeds,
+            "c_mem": c_mem,
+            "c_min": min(c_seed, default=None),
+            "c_max": max(c_seed, default=None),
+            "bits_per_param": c_mem / first.n_params,
+            **{f"n_{k}_params": v for k, v in embedding_params(first.model).items()},
+            "bits_per_body_param": c_mem / (first.n_params - sum(embedding_params(first.model).values())),
+            "c_net": float(np.median(net)) if net else float("nan"),
+            "plateau": plateau,
+            "exposure_curve": by_exposure,
+            "annealed_curve": by_budget,
+            "verdict_schedule": "annealed" if by_budget else "constant",
+            "recipe": first.trained_recipe,
+            "searched": bool(searched),
+            "flat": flat,
+            "is_capacity": bool(plateau and flat and flat["flat"]),
+            "rounds": 1 + max(r.round for r in everyone),
+            "unsaturated": sum(not r.saturated for r in members),
+            "members": len(members),
+            **budget,
+            "head_utilization": c_mem / budget["head_budget_bits"],
+            "storage_utilization": c_mem / budget["storage_budget_bits"],
+        }
+        out.append(CapacitySummary.from_json(summary))
     return out

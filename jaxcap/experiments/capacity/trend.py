@@ -1,18 +1,6 @@
 """The size trend: bits per parameter at saturation against parameter count, with intervals.
 
-Does memorization per parameter rise with size toward Morris et al.'s ~3.6 bits/param [1] (their
-smallest model has 500x our largest CPU one's parameters, almost none in embeddings), or stay
-near Allen-Zhu & Li's ~2 [2]? Per architecture and seed, bits per parameter y = C_mem / n_params
-(and per non-embedding parameter: the token table, positions and head excluded) is regressed on
-x = log10 n_params by ordinary least squares,
-
-    y = a + s · x,   s: bits per parameter gained per 10x parameters,
-
-every seed a point, so the seed spread enters the residual; the 90 % intervals are Student-t
-intervals of s and of the fitted mean line (Gelman & Hill 2007, ch. 3), with seeds treated as
-independent replicates (they share an architecture, so the intervals are if anything narrow).
-Architectures whose C_mem is only a lower bound (not saturated) are drawn hollow and the text says
-how many there are: their points pull the trend down.
+Details: docs/design.md#jaxcapexperimentscapacitytrendpy.
 
 [1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
 [2] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
@@ -27,17 +15,18 @@ from scipy import stats
 
 from jaxcap.experiments.capacity.plots import LITERATURE, name
 from jaxcap.reports.figures import new_figure, save_figure
+from jaxcap.results.capacity_summary import CapacitySummary
 
 PER = {"param": "bits per parameter", "body": "bits per non-embedding parameter"}
 
 
-def _points(archs: list[dict], per: str) -> tuple[np.ndarray, np.ndarray]:
+def _points(archs: list[CapacitySummary], per: str) -> tuple[np.ndarray, np.ndarray]:
     """(log10 n_params, bits per parameter or per body parameter), one point per arch and seed."""
     x, y = [], []
     for a in archs:
-        denominator = a["n_params"] if per == "param" else a["c_mem"] / a["bits_per_body_param"]
-        for c in a["c_mem_seeds"]:
-            x.append(np.log10(a["n_params"]))
+        denominator = a.n_params if per == "param" else a.c_mem / a.bits_per_body_param
+        for c in a.c_mem_seeds:
+            x.append(np.log10(a.n_params))
             y.append(c / denominator)
     return np.asarray(x), np.asarray(y)
 
@@ -73,12 +62,12 @@ def band(fit: dict, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return mean, mean - fit["t"] * se, mean + fit["t"] * se
 
 
-def size_trend(archs: list[dict]) -> dict | None:
+def size_trend(archs: list[CapacitySummary]) -> dict | None:
     """The trend per parameter and per body parameter, or None below 3 sizes or 4 points."""
-    archs = [a for a in archs if a["c_mem_seeds"] and np.isfinite(a["c_mem"]) and a["c_mem"] > 0]
-    if len({a["n_params"] for a in archs}) < 3:
+    archs = [a for a in archs if a.c_mem_seeds and np.isfinite(a.c_mem) and a.c_mem > 0]
+    if len({a.n_params for a in archs}) < 3:
         return None
-    out = {"n_archs": len(archs), "lower_bounds": sum(not a["is_capacity"] for a in archs)}
+    out = {"n_archs": len(archs), "lower_bounds": sum(not a.is_capacity for a in archs)}
     for per in PER:
         x, y = _points(archs, per)
         if len(x) < 4:
@@ -87,7 +76,7 @@ def size_trend(archs: list[dict]) -> dict | None:
     return out
 
 
-def trend_lines(archs: list[dict], trend: dict | None) -> list[str]:
+def trend_lines(archs: list[CapacitySummary], trend: dict | None) -> list[str]:
     if trend is None:
         return []
     lines = ["size trend (OLS on log10 n_params, every seed a point; 90 % t intervals):"]
@@ -97,7 +86,7 @@ def trend_lines(archs: list[dict], trend: dict | None) -> list[str]:
         lines.append(
             f"- {words}: {f['slope']:+.2f} [{lo:+.2f}, {hi:+.2f}] per 10x parameters ({f['points']} points)"
         )
-    sizes = ", ".join(f"{a['n_params']:,}" for a in sorted(archs, key=lambda a: a["n_params"]))
+    sizes = ", ".join(f"{a.n_params:,}" for a in sorted(archs, key=lambda a: a.n_params))
     lines.append(
         f"- over {sizes} parameters; {trend['lower_bounds']} of {trend['n_archs']} architectures "
         "are lower bounds (not saturated), which pulls the trend down"
@@ -105,23 +94,23 @@ def trend_lines(archs: list[dict], trend: dict | None) -> list[str]:
     return lines
 
 
-def plot_size_trend(archs: list[dict], trend: dict, path: Path) -> Path:
+def plot_size_trend(archs: list[CapacitySummary], trend: dict, path: Path) -> Path:
     fig, ax = new_figure((6.6, 4.4))
-    lo_x = np.log10(min(a["n_params"] for a in archs))
-    hi_x = np.log10(max(a["n_params"] for a in archs))
+    lo_x = np.log10(min(a.n_params for a in archs))
+    hi_x = np.log10(max(a.n_params for a in archs))
     grid = np.linspace(lo_x - 0.1, hi_x + 0.1, 60)
     for (per, words), color, marker in zip(PER.items(), ("C0", "C2"), ("o", "s")):
         for a in archs:
-            denominator = a["n_params"] if per == "param" else a["c_mem"] / a["bits_per_body_param"]
-            seeds = np.asarray(a["c_mem_seeds"]) / denominator
-            mid = a["c_mem"] / denominator
+            denominator = a.n_params if per == "param" else a.c_mem / a.bits_per_body_param
+            seeds = np.asarray(a.c_mem_seeds) / denominator
+            mid = a.c_mem / denominator
             ax.errorbar(
-                a["n_params"],
+                a.n_params,
                 mid,
                 yerr=[[mid - seeds.min()], [seeds.max() - mid]],
                 fmt=marker,
                 color=color,
-                mfc=color if a["is_capacity"] else "white",
+                mfc=color if a.is_capacity else "white",
                 capsize=3,
             )
         mean, lower, upper = band(trend[per], grid)
@@ -133,7 +122,7 @@ def plot_size_trend(archs: list[dict], trend: dict, path: Path) -> Path:
     for a in archs:
         ax.annotate(
             name(a),
-            (a["n_params"], a["bits_per_param"]),
+            (a.n_params, a.bits_per_param),
             fontsize=6,
             textcoords="offset points",
             xytext=(4, -10),

@@ -1,17 +1,6 @@
 """Per-family breakdown of an enhance run: what each variant learned, family by family.
 
-The multipliers of jaxcap/experiments/enhance/run.py pool every family through the meta-model; this
-table shows
-the raw outcomes under them, from the meta-model's own table (`table.json`, jaxcap/meta/data.py:
-per architecture, family and level the seeds of the best hyperparameter setting, each with the
-core's success flag: the family's success metric past its threshold, a diverged member a
-failure). A level counts as *learned* when at least half of its seeds succeeded; the highest
-level learned is the most complex such level, and the success rate is over every seed of every
-level of the family.
-
-The one-vs-two-layer table compares variants that differ from the baseline only in
-`n_layers`: associative recall is the family where theory expects one layer to fail and two to
-succeed (an induction head needs two layers: Olsson et al. [1]; Sanford et al. [2]).
+Details: docs/design.md#jaxcapexperimentsenhancebreakdownpy.
 
 [1] Olsson et al. 2022, "In-context learning and induction heads", arXiv:2209.11895.
 [2] Sanford, Hsu & Telgarsky 2023, "Representational strengths and limitations of

@@ -1,24 +1,13 @@
-"""Memorization capacity in bits per variant of an enhance run (issue 8, measurement (a)).
+"""Memorization capacity in bits per variant of an enhance run (docs/enhance.md).
 
-Every enhance fit trains the reference family (`random_labels`: uniformly random labels) at
-several dataset sizes for every variant, seeds and hyperparameters alike, as architectures of
-one calibrate run (`<workdir>/families/<name>/members.jsonl`, or `best_trials.jsonl` under
-`search='optuna'`). Nothing about random labels generalizes, so every bit the model predicts
-better than chance on its training set was memorized (Morris et al. [1]). This module turns
-those population rows into the rows `jaxcap/experiments/capacity/run.py` measures and hands them to the
-capacity code unchanged (`capacity.summarize`: per seed the most bits any size stored with the
-best hyperparameters, C_mem their median and range over seeds; bits per parameter C_mem /
-n_params; budgets; the plateau test).
+Every enhance fit trains the reference family (uniformly random labels) at several dataset sizes
+for every variant; nothing about random labels generalizes, so every bit predicted better than
+chance on the training set was memorized (Morris et al. [1]). This module turns those population
+rows into capacity rows and hands them to the capacity experiment's code unchanged. The bits are
+the unclipped net bits (a conservative lower bound), and C_mem is a lower bound where the sizes
+did not plateau.
 
-What a population row gives is the final mean training loss over the whole training set, so
-the bits are `capacity.estimated_bits`: dataset bits minus code length, the *unclipped* net
-bits that capacity.py reports beside bits stored as a conservative lower bound (per-item
-clipping needs per-item losses, which only the capacity experiment keeps). Saturation is judged
-after the fact from the stored train-loss curve with `capacity.saturated`, at the capacity
-config's default window and tolerance. C_mem is a point estimate for the training budget (not a
-posterior interval: the range is over seeds, and the multiplier's range pairs seeds), and when
-the curve has not plateaued (`capacity.plateaued`: the largest size still stored more, or was
-still being memorized) it is only a lower bound of the capacity: the sizes never reached it.
+Details: docs/design.md#jaxcapexperimentsenhancecapacitypy.
 
 [1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
 """
@@ -32,6 +21,7 @@ import numpy as np
 from jaxcap import tasks
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.meta.data import arch_fields, family_name, read_rows, source
+from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow, MemberRow
 from jaxcap.results.store import Store
 
@@ -115,22 +105,22 @@ def memorization(rows: list[MemberRow], archs: list[dict], labels: list[str]) ->
     """Per variant: C_mem (median, range over seeds), bits/param and both multipliers over the
     baseline (architecture 0): of the medians, and per seed paired by seed (its range)."""
     summaries = capacity.summarize(capacity_rows(rows, archs, labels), PLATEAU_TOL)
-    base = next((s for s in summaries if s["arch"] == 0), None)
+    base = next((s for s in summaries if s.arch == 0), None)
     out = []
     for s in summaries:
-        row = {**s, "lower_bound": not s["plateau"], "multiplier": None, "per_param": None}
-        if base and base["c_mem"] > 0:
-            seeds = dict(zip(_seeds(base), base["c_mem_seeds"]))
-            paired = [c / seeds[k] for k, c in zip(_seeds(s), s["c_mem_seeds"]) if seeds.get(k, 0) > 0]
-            scale = base["n_params"] / s["n_params"]
-            row["multiplier"] = _range(s["c_mem"] / base["c_mem"], paired)
-            row["per_param"] = _range(s["c_mem"] / base["c_mem"] * scale, [p * scale for p in paired])
+        row = {**s.to_json(), "lower_bound": not s.plateau, "multiplier": None, "per_param": None}
+        if base and base.c_mem > 0:
+            seeds = dict(zip(_seeds(base), base.c_mem_seeds))
+            paired = [c / seeds[k] for k, c in zip(_seeds(s), s.c_mem_seeds) if seeds.get(k, 0) > 0]
+            scale = base.n_params / s.n_params
+            row["multiplier"] = _range(s.c_mem / base.c_mem, paired)
+            row["per_param"] = _range(s.c_mem / base.c_mem * scale, [p * scale for p in paired])
         out.append(row)
     return out
 
 
-def _seeds(summary: dict) -> list[int]:
-    return sorted({k for p in summary["curve"] for k in p["seeds"]})
+def _seeds(summary: CapacitySummary) -> list[int]:
+    return sorted({k for p in summary.curve for k in p.seeds})
 
 
 def _range(point: float, per_seed: list[float]) -> dict:

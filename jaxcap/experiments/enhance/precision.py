@@ -1,15 +1,11 @@
 """The precision curve of an ablation: does capacity follow the precision term of H x d_head x p?
 
-The seed design bounds what attention can store by H x d_head x precision bits, so halving the
-bits per weight should halve the capacity if that term binds. The ablate experiment trains the
-same model at several precisions: bfloat16 (16 bits), float32 (32, the baseline), float64 (64)
-and k-bit quantization-aware training (k = 2, 4, 8: every weight matrix takes 2^k values in the
-forward pass; Jacob et al. [1]). `report/precision_curve.png` puts, against bits per weight, the
-meta-model's C multiplier (median, 90% interval; jaxcap/experiments/enhance/run.py), the memorization
-multiplier of C_mem in bits per parameter (seed range; jaxcap/experiments/enhance/capacity.py), and the line
-the precision term predicts, multiplier = bits / baseline bits. Allen-Zhu & Li [2] measure ~2
-bits of knowledge per parameter that survive quantization to int8 and shrink at int4: storage
-is then far below the bits a weight holds, and precision binds only at the low end.
+The seed design bounds what attention stores by H x d_head x precision bits, so halving the bits
+per weight should halve capacity if that term binds. `report/precision_curve.png` puts the
+meta-model's and the memorization multipliers against bits per weight (16, 32, 64 and k-bit
+quantization-aware training, Jacob et al. [1]) beside the line the precision term predicts.
+
+Details: docs/design.md#jaxcapexperimentsenhanceprecisionpy.
 
 [1] Jacob et al. 2018, "Quantization and training of neural networks for efficient
     integer-arithmetic-only inference", arXiv:1712.05877.

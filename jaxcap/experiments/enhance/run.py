@@ -9,18 +9,7 @@ draw by draw from the joint posterior (so the intervals account for the correlat
 capacities), and per parameter (C_a / P_a) / (C_base / P_base), since a variant that adds
 parameters is expected to store more.
 
-Honesty rules of the report (issue 8): every variant gets the same budget and seeds (one
-config), parameters and training FLOPs per token are shown next to each multiplier, and a
-multiplier whose 90% interval contains 1 is labelled "no evidence of change". A target
-(1.5x, 5x, 10x) counts as reached only when the lower end of the 90% interval is above it.
-
-FLOPs per token are 6 x body parameters (forward 2N, backward 4N; Kaplan et al. 2020,
-arXiv:2001.08361), the attention-score term left out: it is the same for every variant of one
-shape and small at these sequence lengths.
-
-Below the multipliers, report/enhance.md has memorized bits and bits per parameter per variant,
-the precision curve (report/precision_curve.png) and the per-family and one-vs-two-layer tables
-(jaxcap/experiments/enhance/sections.py).
+Details: docs/design.md#jaxcapexperimentsenhancerunpy.
 """
 
 from __future__ import annotations
@@ -58,9 +47,9 @@ def verdict(s: dict) -> str:
 def multipliers(posterior) -> list[dict]:
     """Per architecture: C, the multiplier C_a / C_0 and its per-parameter form, with verdicts."""
     c = np.exp(posterior.draws["log_C"])
-    budgets = posterior.meta["budgets"]
+    budgets = posterior.meta.budgets
     rows = []
-    for a, label in enumerate(posterior.meta["arch_labels"]):
+    for a, label in enumerate(posterior.meta.arch_labels):
         params, base = budgets[a]["body_params"], budgets[0]["body_params"]
         ratio = c[:, a] / c[:, 0]
         per_param = ratio * base / params

@@ -7,8 +7,8 @@
 
 Each reads `config.json`, `table.json`, the family sub-workdirs and the multiplier rows of
 jaxcap/experiments/enhance/run.py; nothing is retrained (`python -m jaxcap.report --workdir D`
-rebuilds them), and
-every variant's numbers come from the same budget and seeds (issue 8's honesty rules).
+rebuilds them), and every variant's numbers come from the same budget and seeds (the report's
+honesty rules, jaxcap/experiments/enhance/run.py).
 """
 
 from __future__ import annotations

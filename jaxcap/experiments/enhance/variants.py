@@ -1,18 +1,6 @@
 """Variant lists of the enhance experiment: combinations of switches, and HPO on instead of a grid.
 
-A variant is a bucket-style override string of model switches (`model.norm_type=rms`). Gains of
-separate switches need not add up (nor even combine: two switches may fix the same weakness),
-so the best single variants are also run together, as one override string joined by commas,
-and fitted in the same meta-model run as the singles: the multiplier of a combination next to
-the product of its parts' multipliers shows whether they compose. `combine` checks a
-combination before anything trains: every part is `section.field=value`, a model part names a
-field of `jaxcap.models.ModelConfig`, and no field is set twice to different values (the later
-would silently win).
-
-HPO on vs off: the same variants with `calibrate.search='optuna'` (one Optuna study per level
-and variant over learning rate, weight decay and warmup; Akiba et al. [1]) instead of one fixed
-setting. A multiplier that survives tuning is a property of the architecture, not of a
-learning rate that happens to suit one variant better (the point of Melis et al. [2]).
+Details: docs/design.md#jaxcapexperimentsenhancevariantspy.
 
 [1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
     arXiv:1907.10902.
@@ -56,7 +44,7 @@ def combine(*variants: str) -> str:
     return ",".join(parts)
 
 
-def check(config: ml_collections.ConfigDict) -> calibrate_config.Calibration:
+def check(config: ml_collections.ConfigDict, plan=None) -> calibrate_config.Calibration:
     """The enhance experiment's checks before anything is written: a multiplier is C_variant /
     C_baseline, so the architectures are the baseline and at least one variant, no two alike, each
     a combination `combine` accepts; then every family validates (the calibrate check, whose

@@ -1,27 +1,13 @@
 """Which worker holds a trial: an atomic claim that records its holder, heartbeats, and release.
 
-A trial belongs to exactly one worker. Claiming a waiting trial is one transition WAITING ->
-RUNNING that only one worker can win, and the claim records its holder (the worker's workdir)
-and round as trial user attributes:
+A trial belongs to exactly one worker: claiming is one WAITING -> RUNNING transition only one
+worker can win (one SQL transaction on an RDB storage, the log's order on a journal file), and
+the claim records its holder and round. A holder writes heartbeats while it trains; a RUNNING
+trial whose newest heartbeat is older than its holder's own grace period belongs to a dead worker
+and is released (RUNNING -> WAITING) for another to claim, keeping its number, parameters and
+seeds (where Optuna's heartbeat would fail it and enqueue a copy).
 
-- on an RDB storage (SQLite, PostgreSQL) one transaction runs `UPDATE trials SET state=RUNNING
-  WHERE trial_id=? AND state=WAITING` and writes the two tags, so a claim is whole or absent.
-  Optuna's own `set_trial_state_values` reads the state first and writes it after, which two
-  SQLite workers both pass (SQLite has no SELECT ... FOR UPDATE): they trained one trial twice;
-- on a journal file the log's order decides (Optuna's replay rejects a second RUNNING), and the
-  tags follow the claim in two more lines (a claim whose tags never came is adopted by
-  jaxcap/experiments/hpo/rounds.py).
-
-While a worker trains a round, a thread writes each trial it still holds a `heartbeat` (Unix
-time) every quarter of its grace period (`config.runtime.worker_grace_minutes`, at most every
-minute). The claim records that grace period (`grace_s`) with the trial, because it is the
-holder's promise: a RUNNING trial whose newest heartbeat (or claim) is older than its holder's
-own grace belongs to a dead worker, whatever grace the worker looking at it was started with (a
-worker started with 12 s once took over a live worker's trials, which beat every minute).
-Another worker then releases it (RUNNING -> WAITING, holder cleared; on an RDB storage only if
-it was not claimed again since) and claims it like any waiting trial. Optuna's heartbeat
-instead fails such a trial and enqueues a copy under a new number; a release keeps its number,
-its drawn parameters and its seeds.
+Details: docs/design.md#jaxcapexperimentshpoclaimspy.
 """
 
 from __future__ import annotations

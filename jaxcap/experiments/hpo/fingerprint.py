@@ -1,21 +1,13 @@
 """What a study's trials were trained with: the config a study carries, and the check that every
 worker joining the study trains its trials the same way.
 
-Workers on one storage share a study by its name. A worker launched with another model, another
-number of steps or another task would add trials that are not comparable with the others' (a
-smaller model trained for fewer steps once became a study's best trial unnoticed). So the first
-writer of a study records its config's fingerprint as the study's user attribute `config`
-(`flat field -> value`), and a worker whose fingerprint differs is refused in one line naming
-the fields, before it trains anything. Left out are what a worker may set for itself:
+Workers on one storage share a study by its name, and a worker with another model, step count
+or task would add trials not comparable with the others'. So the first writer records its
+config's fingerprint as the study's user attribute `config`, and a worker whose fingerprint
+differs is refused, in one line naming the fields, before it trains anything. What a worker may
+set for itself (searched values, `config.runtime`, `LOCAL_FIELDS`) is left out.
 
-- the values of the searched parameters (`config.search` draws them; the config's own values are
-  only the baseline trial, which the study's creator queued);
-- `config.runtime` (how a run is carried out: workdir-local, grace period, progress, devices),
-  the note, and the study fields that say how a worker takes part rather than what a trial is
-  (`LOCAL_FIELDS`: its budget, its batch, how it spells the storage).
-
-A different config is a new study: `--config.study.name=NEW` opens (or creates) studies of
-that name on the same storage.
+Details: docs/design.md#jaxcapexperimentshpofingerprintpy.
 """
 
 from __future__ import annotations
@@ -71,10 +63,9 @@ def differences(stored: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     ]
 
 
-def check(study: optuna.Study, config: Any) -> None:
-    """Record this config's fingerprint on a study that has none (the first writer wins), or
-    refuse a config whose fingerprint differs from the study's, naming the fields."""
-    mine = fingerprint(config)
+def check(study: optuna.Study, mine: dict[str, Any]) -> None:
+    """Record this config's fingerprint `mine` on a study that has none (the first writer wins),
+    or refuse a config whose fingerprint differs from the study's, naming the fields."""
     stored = study.user_attrs.get(ATTR)
     if stored is None:
         study.set_user_attr(ATTR, mine)

@@ -8,11 +8,7 @@ from its checkpoint (its populations had more members), so its rerun gives the t
 holds back to the queue and claims afresh. Together: every finished trial has its rows in exactly
 one workdir, the one of the worker that told it.
 
-Until that rerun, a killed worker's workdir still holds the rows of a trial it trained but never
-told, which another worker may have trained and told since. So readers count a row only through
-`told_rows`: the rows of finished trials whose holder, when they were told, was this workdir (a
-finished trial's `worker` tag never changes: releases move only RUNNING trials, and a worker tells
-only a trial it still holds).
+Details: docs/design.md#jaxcapexperimentshpoholdingspy.
 """
 
 from __future__ import annotations

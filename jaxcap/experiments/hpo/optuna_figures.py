@@ -54,7 +54,7 @@ def optuna_figure() -> Iterator[None]:
             plt.close(number)
 
 
-def plot_history(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+def plot_history(levels: list, studies: list[optuna.Study], path: Path) -> Path:
     """Optuna's own optimization history (`optuna.visualization.matplotlib`): the objective of
     every complete trial and the best so far, one colour per study (level), the best-so-far line
     in its study's colour (Optuna gives it another)."""

@@ -3,14 +3,7 @@
 Trials are ranked by their objective, which reads val; every number quoted for a trial (the
 baseline's and the best trial's metric, the HPO lift) is its seeds' test metric.
 
-Reads only the workdir (config.json, members.jsonl) and the study storage named in it:
-`best_trials.jsonl` holds the members.jsonl rows (one per seed, with `study` and `trial`) of
-each level's best trial, the meta-model's input; report/ gets `hpo.md`, the optimization
-history of every study and each study's hyperparameter importances (both drawn by
-`optuna.visualization.matplotlib` in jaxcap.experiments.hpo.optuna_figures; Optuna's default
-evaluator, PED-ANOVA [1]), a heatmap of the
-importances across levels, and the best value vs difficulty with and without HPO (the baseline
-trial, the config's own hyperparameters, vs the best tuned trial): the seed design's HPO ablation.
+Details: docs/design.md#jaxcapexperimentshporeportpy.
 
 [1] Watanabe et al. 2023, "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance in
     Arbitrary Subspaces", arXiv:2304.10255.
@@ -23,13 +16,14 @@ import math
 import statistics
 from pathlib import Path
 
-import ml_collections
 import optuna
 from optuna.trial import TrialState
 
 from jaxcap import tasks
+from jaxcap.config.base import recorded_config
 from jaxcap.experiments.hpo import holdings
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo.level_table import HpoLevel, TrialResult
 from jaxcap.experiments.hpo.optuna_figures import (
     MIN_TRIALS_FOR_IMPORTANCE,
     importances,
@@ -53,19 +47,19 @@ def _chosen(study: optuna.Study, config, sign: float) -> optuna.trial.FrozenTria
     return max(study.best_trials, key=lambda t: sign * t.values[0] - penalty * max(t.values[1], 0.0))
 
 
-def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> dict | None:
+def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> TrialResult | None:
     if trial is None:
         return None
     seeds = trial.user_attrs.get(metric) if trial.state == TrialState.COMPLETE else None
     seeds = [v for v in seeds if v is not None] if seeds else None
-    return {
-        "trial": trial.number,
-        "state": trial.state.name.lower(),
-        "values": trial.values,
-        "params": trial.params,
-        "seeds": seeds,
-        "median": statistics.median(seeds) if seeds else None,  # over seeds, as the population report
-    }
+    return TrialResult(
+        trial=trial.number,
+        state=trial.state.name.lower(),
+        values=trial.values,
+        params=trial.params,
+        seeds=seeds,
+        median=statistics.median(seeds) if seeds else None,  # over seeds, as the population report
+    )
 
 
 def owner(store: Store, storage: str) -> str | None:
@@ -73,14 +67,14 @@ def owner(store: Store, storage: str) -> str | None:
     return None if study_lib.private(storage) else str(store.root.resolve())
 
 
-def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
-    """One dict per level (study): counts, the baseline trial and the best trial. Rows are read
+def summarize(store: Store) -> tuple[list[HpoLevel], list[optuna.Study]]:
+    """One record per level (study): counts, the baseline trial and the best trial. Rows are read
     as `holdings.told_rows` counts them: only those of trials this workdir's worker told."""
-    config = ml_collections.ConfigDict(json.loads(store.config_path.read_text()))
+    config = recorded_config(json.loads(store.config_path.read_text()))
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
     sign = 1.0 if spec.higher_is_better else -1.0
-    names = [study_lib.study_name(config, spec.family, level) for level in study_lib.levels(config)]
+    names = [study_lib.study_name(config.study, spec.family, level) for level in study_lib.levels(config)]
     studies = [optuna.load_study(study_name=name, storage=storage) for name in names]
     rows = holdings.told_rows(store.members(), studies, owner(store, config.study.storage))
     out = []
@@ -89,17 +83,17 @@ def summarize(store: Store) -> tuple[list[dict], list[optuna.Study]]:
         knobs = {**task.default_knobs(), **level}
         baseline = next((t for t in trials if t.user_attrs.get("baseline")), None)
         out.append(
-            {
-                "study": name,
-                "knobs": level,
-                "complexity_bits": task.complexity_bits(knobs),
-                "chance": _measured_chance(rows, name, task.chance(knobs)),
-                "metric": spec.success_metric,
-                "higher_is_better": spec.higher_is_better,
-                "counts": {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState},
-                "baseline": _result(baseline, spec.success_metric),
-                "best": _result(_chosen(study, config, sign), spec.success_metric),
-            }
+            HpoLevel(
+                study=name,
+                knobs=level,
+                complexity_bits=task.complexity_bits(knobs),
+                chance=_measured_chance(rows, name, task.chance(knobs)),
+                metric=spec.success_metric,
+                higher_is_better=spec.higher_is_better,
+                counts={s.name.lower(): sum(t.state == s for t in trials) for s in TrialState},
+                baseline=_result(baseline, spec.success_metric),
+                best=_result(_chosen(study, config, sign), spec.success_metric),
+            )
         )
     return out, studies
 
@@ -110,46 +104,44 @@ def _measured_chance(rows: list[MemberRow], study: str, nominal: float) -> float
     return statistics.median(measured) if measured else nominal
 
 
-def format_table(levels: list[dict], markdown: bool = False) -> str:
+def format_table(levels: list[HpoLevel], markdown: bool = False) -> str:
     """Per level: trials finished, the baseline's and the best trial's metric, the best params."""
     if not levels:
         return "(no studies)"
-    names = list(dict.fromkeys(k for lv in levels for k in lv["knobs"]))
-    params = list(dict.fromkeys(p for lv in levels if lv["best"] for p in lv["best"]["params"]))
+    names = list(dict.fromkeys(k for lv in levels for k in lv.knobs))
+    params = list(dict.fromkeys(p for lv in levels if lv.best for p in lv.best.params))
     head = [*names, "bits", "done", "pruned", "failed", "baseline", "tuned", "trial", *params]
     lines = []
     for lv in levels:
-        best, base, c = lv["best"] or {}, lv["baseline"] or {}, lv["counts"]
+        best, base, c = lv.best or TrialResult(), lv.baseline or TrialResult(), lv.counts
         lines.append(
             [
-                *(str(lv["knobs"].get(k, "—")) for k in names),
-                fmt_bits(lv["complexity_bits"]),
+                *(str(lv.knobs.get(k, "—")) for k in names),
+                fmt_bits(lv.complexity_bits),
                 str(c["complete"]),
                 str(c["pruned"]),
                 str(c["fail"]),
-                fmt(base.get("median")) if base.get("state") != "fail" else "failed",
-                fmt(best.get("median")),
-                str(best.get("trial", "—")),
+                fmt(base.median) if base.state != "fail" else "failed",
+                fmt(best.median),
+                str("—" if best.trial is None else best.trial),
                 *(
-                    fmt(best.get("params", {}).get(p), ".3g")
-                    if not isinstance(best.get("params", {}).get(p), str)
-                    else best["params"][p]
+                    best.params[p] if isinstance(best.params.get(p), str) else fmt(best.params.get(p), ".3g")
                     for p in params
                 ),
             ]
         )
-    title = f"{levels[0]['metric']} per level: baseline hyperparameters vs the best trial (median over seeds)"
+    title = f"{levels[0].metric} per level: baseline hyperparameters vs the best trial (median over seeds)"
     if markdown:
         return "\n".join([f"**{title}**", "", *grid(head, lines, markdown=True)]) + "\n"
     return "\n".join([title, *grid(head, lines)])
 
 
-def few_trials(levels: list[dict]) -> list[str]:
+def few_trials(levels: list[HpoLevel]) -> list[str]:
     """The studies whose importances rest on fewer than MIN_TRIALS_FOR_IMPORTANCE complete trials."""
-    return [lv["study"] for lv in levels if lv["counts"]["complete"] < MIN_TRIALS_FOR_IMPORTANCE]
+    return [lv.study for lv in levels if lv.complete() < MIN_TRIALS_FOR_IMPORTANCE]
 
 
-def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path) -> Path:
+def plot_importances(levels: list[HpoLevel], studies: list[optuna.Study], path: Path) -> Path:
     """Every level's importances side by side (a heatmap: Optuna draws one study at a time), the
     colour scale from 0 to the largest importance drawn (on 0-1, the usual 0.05-0.3 all read as
     dark), each row named with its complete trials, and a warning where they are too few."""
@@ -159,7 +151,7 @@ def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path
     grid = [[row.get(p, float("nan")) for p in params] for row in table]
     top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
     image = ax.imshow(grid if params else [[float("nan")]], cmap="viridis", vmin=0, vmax=top, aspect="auto")
-    names = [f"{lv['study']} ({lv['counts']['complete']} trials)" for lv in levels]
+    names = [f"{lv.study} ({lv.complete()} trials)" for lv in levels]
     ax.set_xticks(range(len(params)), params, rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(len(studies)), names, fontsize=7)
     for i, row in enumerate(grid):
@@ -180,19 +172,20 @@ def plot_importances(levels: list[dict], studies: list[optuna.Study], path: Path
 BASELINE_COLOR, TUNED_COLOR = "tab:orange", "tab:blue"  # named, not C-indices: no style can merge them
 
 
-def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
+def plot_best_vs_difficulty(levels: list[HpoLevel], path: Path) -> Path:
     """The success metric vs complexity: baseline hyperparameters vs the best trial (seed range)."""
     fig, ax = new_figure((6.4, 4.2))
     for key, label, color, dx in (
         ("baseline", "baseline hyperparameters", BASELINE_COLOR, -0.03),
         ("best", "tuned (best trial)", TUNED_COLOR, 0.03),
     ):
-        pts = [lv for lv in levels if lv[key] and lv[key]["seeds"]]
-        xs = [lv["complexity_bits"] + dx for lv in pts]
-        medians = [lv[key]["median"] for lv in pts]
+        results = [(lv, getattr(lv, key)) for lv in levels]
+        pts = [(lv, r) for lv, r in results if r and r.seeds]
+        xs = [lv.complexity_bits + dx for lv, _ in pts]
+        medians = [r.median for _, r in pts]
         err = [
-            [m - min(lv[key]["seeds"]) for m, lv in zip(medians, pts)],
-            [max(lv[key]["seeds"]) - m for m, lv in zip(medians, pts)],
+            [m - min(r.seeds) for m, (_, r) in zip(medians, pts)],
+            [max(r.seeds) - m for m, (_, r) in zip(medians, pts)],
         ]
         ax.errorbar(
             xs,
@@ -204,18 +197,18 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
             ms=4,
             label=f"{label}: median (min-max) over seeds",
         )
-    ordered = sorted(levels, key=lambda lv: lv["complexity_bits"])
+    ordered = sorted(levels, key=lambda lv: lv.complexity_bits)
     ax.plot(
-        [lv["complexity_bits"] for lv in ordered],
-        [lv["chance"] for lv in ordered],
+        [lv.complexity_bits for lv in ordered],
+        [lv.chance for lv in ordered],
         "--",
         color="gray",
         label="chance",
     )
     for lv in ordered:
         ax.annotate(
-            ",".join(f"{k}={v}" for k, v in lv["knobs"].items()),
-            (lv["complexity_bits"], 0),
+            ",".join(f"{k}={v}" for k, v in lv.knobs.items()),
+            (lv.complexity_bits, 0),
             xycoords=("data", "axes fraction"),
             fontsize=6,
             textcoords="offset points",
@@ -223,7 +216,7 @@ def plot_best_vs_difficulty(levels: list[dict], path: Path) -> Path:
             ha="center",
         )
     ax.set_xlabel("task complexity (bits)")
-    ax.set_ylabel(f"{levels[0]['metric'] if levels else 'metric'} (test)")
+    ax.set_ylabel(f"{levels[0].metric if levels else 'metric'} (test)")
     ax.set_title("with and without hyperparameter optimization (trials chosen on val)", fontsize=9)
     ax.legend(fontsize=7)
     return save_figure(fig, path)
@@ -245,11 +238,11 @@ def hpo_report(store: Store) -> list[Path]:
         desc="hpo report",
     )
     figures += plot_importances_per_study(studies, out)
-    improved = [lv for lv in levels if lv["best"] and lv["baseline"] and lv["baseline"]["median"] is not None]
-    sign = 1.0 if levels and levels[0]["higher_is_better"] else -1.0
-    gains = [sign * (lv["best"]["median"] - lv["baseline"]["median"]) for lv in improved]
+    improved = [lv for lv in levels if lv.best and lv.baseline and lv.baseline.median is not None]
+    sign = 1.0 if levels and levels[0].higher_is_better else -1.0
+    gains = [sign * (lv.best.median - lv.baseline.median) for lv in improved]
     note = (
-        f"Tuning changed {levels[0]['metric']} by {statistics.median(gains):+.3f} (median over "
+        f"Tuning changed {levels[0].metric} by {statistics.median(gains):+.3f} (median over "
         f"{len(gains)} levels of each level's median over seeds; positive = better than the baseline "
         "hyperparameters)."
         if gains

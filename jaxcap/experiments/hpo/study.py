@@ -2,14 +2,7 @@
 a queue of trials that workers claim, and the objective with its seed aggregation; and the hpo
 experiment's checked section (`Sweep`, what its registry `check` returns as `plan.section`).
 
-The budget of a study is created once, with the study, as `n_trials` WAITING trials (the first
-is the baseline: the config's own hyperparameters), and recorded as the study's user attribute
-`budget`. A worker claims waiting trials exactly as `Study.ask` pops enqueued ones — an atomic
-RUNNING transition in the storage — but never creates new ones, so any number of workers on one
-storage finish the budget with no trial run twice and none beyond it (jaxcap/experiments/hpo/rounds.py). A
-larger `n_trials` on an existing study extends its budget; a smaller one is refused. A study
-records the config its trials are trained with, and refuses a worker of another config
-(jaxcap/experiments/hpo/fingerprint.py).
+Details: docs/design.md#jaxcapexperimentshpostudypy.
 
 [1] Akiba et al. 2019, "Optuna", arXiv:1907.10902.
 [2] Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization" (TPE), NeurIPS.
@@ -31,32 +24,50 @@ import numpy as np
 import optuna
 from sqlalchemy.exc import SQLAlchemyError
 
-from jaxcap.config.search_space import Param, StudySettings, baseline_params, parse_space
+from jaxcap.config.base import schema
+from jaxcap.config.plan import Plan
+from jaxcap.config.search_space import Param, StudySettings, baseline_params, check_search, parse_space
 from jaxcap.config.storage import storage_file
+from jaxcap.core.train import TrainSettings
 from jaxcap.experiments.hpo import fingerprint
 from jaxcap.fields import ConfigError, from_section
 
 
 @dataclasses.dataclass(frozen=True)
 class Sweep:
-    """The hpo experiment's checked section (`plan.section`): what the sweep reads, typed."""
+    """The hpo experiment's typed section (`plan.section`): what the sweep and its studies read."""
 
     study: StudySettings  # config.study
     space: tuple[Param, ...]  # config.search, parsed once
     levels: tuple[dict[str, Any], ...]  # one study per level of the config.sweep.task grid
     seeds: int  # members per trial
-    # The one ConfigDict of a sweep, for the two things derived from the whole config: a round's
-    # buckets (each shape is the config's model section with a trial's model fields, built as any
-    # bucket is: jaxcap.config.plan.make_bucket) and the Optuna studies (`open_studies`, which
-    # --create_studies and the report also call, on a config or a config.json).
-    config: ml_collections.ConfigDict
+    seed: int  # config.seed: every trial's sampler seed derives from it
+    train: TrainSettings  # the pruner's resources: eval every chunk_steps, up to steps
+    select_metric: str  # the task's selection metric, the objective's first value
+    baseline: dict[str, Any]  # the config's own values of the searched parameters (trial 0)
+    fingerprint: dict[str, Any]  # what a trial is (fingerprint.py): a study refuses another's
 
 
-def check(config: ml_collections.ConfigDict) -> Sweep:
-    """The registry check of an hpo config (validate has checked the search and study sections
-    together): its `Sweep`."""
-    study = from_section(StudySettings, config.study)
-    return Sweep(study, tuple(parse_space(config.search)), tuple(levels(config)), config.sweep.seeds, config)
+def check(config: ml_collections.ConfigDict, plan: Plan) -> Sweep:
+    """The hpo section of a config whose bucket `plan` holds: its `Sweep`, once the search and
+    study sections pass together and every shape a search may choose builds its bucket."""
+    for name, value in check_search(config, schema(config)):
+        try:
+            plan.buckets[0].with_model(**{name: value})
+        except ConfigError as e:
+            raise ConfigError(f"config.search.{name}: choice {value!r}: {e}") from None
+    bucket, space = plan.buckets[0], tuple(parse_space(config.search))
+    return Sweep(
+        study=from_section(StudySettings, config.study),
+        space=space,
+        levels=tuple(levels(config)),
+        seeds=config.sweep.seeds,
+        seed=config.seed,
+        train=bucket.settings,
+        select_metric=bucket.task.spec.select_metric,
+        baseline=baseline_params(config, list(space)),
+        fingerprint=fingerprint.fingerprint(config),
+    )
 
 
 def private(spec: str) -> bool:
@@ -142,8 +153,8 @@ def levels(config: Any) -> list[dict[str, Any]]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
-def study_name(config: Any, family: str, level: dict[str, Any]) -> str:
-    prefix = config.study.name or family
+def study_name(study_cfg: Any, family: str, level: dict[str, Any]) -> str:
+    prefix = study_cfg.name or family
     return prefix + ("/" + ",".join(f"{k}={v}" for k, v in level.items()) if level else "")
 
 
@@ -176,21 +187,18 @@ def _budget_appears(study: optuna.Study) -> bool:
     return True
 
 
-def open_studies(config: Any, root: Path, family: str, higher_is_better: bool) -> list[optuna.Study]:
+def open_studies(sweep: Sweep, root: Path, family: str, higher_is_better: bool) -> list[optuna.Study]:
     """Load (or create, with its budget queued) the study of every level."""
-    from jaxcap import tasks
-
-    select = tasks.build(config.task.to_dict(), config.sweep.task.to_dict()).spec.select_metric
     try:
-        storage = make_storage(config.study.storage, root)
+        storage = make_storage(sweep.study.storage, root)
         return [
-            _open_study(config, storage, i, study_name(config, family, level), higher_is_better, select)
-            for i, level in enumerate(levels(config))
+            _open_study(sweep, storage, i, study_name(sweep.study, family, level), higher_is_better)
+            for i, level in enumerate(sweep.levels)
         ]
     except (SQLAlchemyError, ValueError, OSError) as e:  # a damaged study.db or journal file
         if isinstance(e, ConfigError):
             raise
-        where = config.study.storage or "study.db in the workdir"
+        where = sweep.study.storage or "study.db in the workdir"
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         raise ConfigError(
             f"config.study.storage: cannot open {where} as an Optuna storage ({type(e).__name__}: {reason}); "
@@ -207,31 +215,27 @@ def _queue(study: optuna.Study, n: int, every: int = 500) -> None:
             print(f"study {study.study_name}: queued {i} of {n} trials", flush=True)
 
 
-def _open_study(
-    config: Any, storage, i: int, name: str, higher_is_better: bool, select_metric: str
-) -> optuna.Study:
-    n = config.study.n_trials
+def _open_study(sweep: Sweep, storage, i: int, name: str, higher_is_better: bool) -> optuna.Study:
+    n = sweep.study.n_trials
     try:
         created_study = optuna.create_study(
-            study_name=name, storage=storage, directions=directions(config.study, higher_is_better)
+            study_name=name, storage=storage, directions=directions(sweep.study, higher_is_better)
         )
         created = True
-        fingerprint.check(created_study, config)  # first: a worker that sees the budget sees it
+        fingerprint.check(created_study, sweep.fingerprint)  # first: a worker that sees the budget sees it
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            created_study.set_metric_names(metric_names(config.study, select_metric))
+            created_study.set_metric_names(metric_names(sweep.study, sweep.select_metric))
     except optuna.exceptions.DuplicatedStudyError:
         created = False
-    pruner, sampler = make_pruner(config.study, config.train), make_sampler(config.study, config.seed, i, 0)
+    pruner, sampler = make_pruner(sweep.study, sweep.train), make_sampler(sweep.study, sweep.seed, i, 0)
     study = optuna.load_study(study_name=name, storage=storage, pruner=pruner, sampler=sampler)
     budget_queued = created or _budget_appears(study)
-    fingerprint.check(study, config)  # a worker of another config is refused before it trains
+    fingerprint.check(study, sweep.fingerprint)  # a worker of another config is refused before it trains
     if created or not budget_queued:  # the creator queues it (or was killed first)
-        if config.study.baseline:
-            study.enqueue_trial(
-                baseline_params(config, parse_space(config.search)), user_attrs={"baseline": True}
-            )
-        _queue(study, n - int(config.study.baseline))
+        if sweep.study.baseline:
+            study.enqueue_trial(dict(sweep.baseline), user_attrs={"baseline": True})
+        _queue(study, n - int(sweep.study.baseline))
         study.set_user_attr("budget", n)  # after the queue: a worker that sees it sees the whole budget
         return study
     budget = study.user_attrs.get("budget")  # None: a creator still queueing (or an older study)
@@ -247,18 +251,16 @@ def _open_study(
     return study
 
 
-def create_studies(config: Any, root: Path) -> list[str]:
+def create_studies(plan: Plan, root: Path) -> list[str]:
     """Create the study of every level with its budget queued (once: rerunning changes nothing)
     and describe each in one line. Run it before starting several workers on one storage: when
     fresh workers create one schema together they race (optuna#4621), and a worker that loses a
     study's creation race waits up to BUDGET_WAIT_S for the creator's budget."""
-    from jaxcap import tasks
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the lines below say what was created
-    spec = tasks.build(config.task.to_dict(), config.sweep.task.to_dict()).spec
-    existing = set(optuna.get_all_study_names(make_storage(config.study.storage, root)))
+    sweep, spec = plan.section, plan.buckets[0].task.spec
+    existing = set(optuna.get_all_study_names(make_storage(sweep.study.storage, root)))
     lines = []
-    for study in open_studies(config, root, spec.family, spec.higher_is_better):
+    for study in open_studies(sweep, root, spec.family, spec.higher_is_better):
         states = collections.Counter(t.state.name.lower() for t in study.get_trials(deepcopy=False))
         what = "exists " if study.study_name in existing else "created"
         counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))

@@ -6,15 +6,7 @@ rounds never recompile), groups the members by the shape-changing suggestions (m
 into buckets, and trains each bucket as one population with `run.train_bucket`. Levels share a
 population: x mod 5 and x mod 640 trials of one round are members of one program.
 
-At every eval each trial reports its seed-mean objective; the study's pruner may prune it, and
-its members are then frozen inside the running population (`MemberState.frozen`): their
-parameters stop changing. Under vmap a frozen member's step is still computed and discarded,
-so pruning saves compute only where the engine allows it: when every member of a bucket is
-frozen or diverged, the bucket stops. A trial whose member diverged is told FAIL; the others
-are told the mean over seeds, with the spread as user attributes.
-
-What a round tells its studies, and only for the trials it still holds:
-jaxcap/experiments/hpo/telling.py.
+Details: docs/design.md#jaxcapexperimentshposweeppy.
 """
 
 from __future__ import annotations
@@ -26,16 +18,15 @@ import shutil
 import time
 from pathlib import Path
 
-import ml_collections
 import optuna
 
-from jaxcap import tasks
 from jaxcap.config import plan as plan_lib
-from jaxcap.config.plan import Bucket, train_settings
+from jaxcap.config.plan import Bucket
 from jaxcap.config.search_space import suggest
 from jaxcap.core.population import Member
 from jaxcap.experiments.hpo import claims, holdings, rounds, telling
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo.level_table import HpoLevel
 from jaxcap.experiments.hpo.telling import Slot
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
@@ -50,14 +41,12 @@ def _slot(level: int, study: optuna.Study, frozen: optuna.trial.FrozenTrial, spa
     return Slot(level, study, frozen.number, trial, *suggest(trial, space), set(frozen.intermediate_values))
 
 
-def make_bucket(sweep: study_lib.Sweep, name: str, model: dict, slots: list[Slot], levels) -> Bucket:
-    """The population of one shape: every slot's trial x seeds, ordered slot by slot. The shape is
-    the config's model section with the trial's model fields (`Sweep.config`: the one place a sweep
-    reads its config), built as every bucket is."""
-    config = sweep.config
-    variant = ml_collections.ConfigDict(config.to_dict())
-    variant.model.update(model)
-    task = tasks.build(variant.task.to_dict(), variant.sweep.task.to_dict())
+def make_bucket(
+    sweep: study_lib.Sweep, base: Bucket, name: str, model: dict, slots: list[Slot], levels
+) -> Bucket:
+    """The population of one shape: every slot's trial x seeds, ordered slot by slot, on the plan's
+    bucket `base` with the trials' model fields."""
+    bucket = base.with_model(**model) if model else base
     members = []
     for slot in slots:
         slot.members = []
@@ -67,18 +56,16 @@ def make_bucket(sweep: study_lib.Sweep, name: str, model: dict, slots: list[Slot
                 Member(
                     index=len(members),
                     seed=seed,
-                    hparams={**config.hparams.to_dict(), **slot.hparams},
-                    knobs={**task.default_knobs(), **levels[slot.level]},
+                    hparams={**base.grid.hparams, **slot.hparams},
+                    knobs={**bucket.task.default_knobs(), **levels[slot.level]},
                     trial=slot.number,
                     study=slot.study.study_name,  # in its members.jsonl row
                 )
             )
-    settings = train_settings(variant, members)
     # a searched dropout keeps the dropout path in every round: one compile, not two
-    dropout = settings.dropout or any(p.name == "dropout" for p in sweep.space)
-    settings = dataclasses.replace(settings, dropout=dropout)
+    bucket = bucket.with_members(members, dropout=any(p.name == "dropout" for p in sweep.space))
     label = ",".join(f"model.{k}={v}" for k, v in sorted(model.items()))
-    return plan_lib.make_bucket(variant, name, label, task, members, settings)
+    return dataclasses.replace(bucket, name=name, label=label)
 
 
 def plan_round(plan: plan_lib.Plan, studies, round_id: str, trials) -> list[tuple[Bucket, list[Slot]]]:
@@ -95,7 +82,10 @@ def plan_round(plan: plan_lib.Plan, studies, round_id: str, trials) -> list[tupl
     for slot in slots:
         groups.setdefault(tuple(sorted(slot.model.items())), []).append(slot)
     return [
-        (make_bucket(sweep, f"r{round_id}g{j}", dict(key), groups[key], sweep.levels), groups[key])
+        (
+            make_bucket(sweep, plan.buckets[0], f"r{round_id}g{j}", dict(key), groups[key], sweep.levels),
+            groups[key],
+        )
         for j, key in enumerate(sorted(groups, key=repr))
     ]
 
@@ -144,7 +134,7 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
     grace_s = None if private else 60.0 * plan.runtime.worker_grace_minutes
     [bucket] = plan.buckets  # the config's own shape (hpo refuses config.sweep.buckets)
     spec = bucket.task.spec
-    studies = study_lib.open_studies(sweep.config, store.root, spec.family, spec.higher_is_better)
+    studies = study_lib.open_studies(sweep, store.root, spec.family, spec.higher_is_better)
     n_rounds, waiting = 0, False
     while True:
         trained = store.finished_buckets() | (
@@ -192,18 +182,18 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
 
 
 def write_best_trials(
-    store: Store, levels: list[dict], studies: list[optuna.Study], owner: str | None
+    store: Store, levels: list[HpoLevel], studies: list[optuna.Study], owner: str | None
 ) -> Path:
     """best_trials.jsonl: the members.jsonl rows of each level's best trial, if this workdir's
     worker told it (`holdings.told_rows`: another worker's workdir has the rows that count)."""
-    best = {(lv["study"], lv["best"]["trial"]) for lv in levels if lv["best"]}
+    best = {(lv.study, lv.best.trial) for lv in levels if lv.best}
     chosen = [r for r in holdings.told_rows(store.members(), studies, owner) if (r.study, r.trial) in best]
     path = store.root / "best_trials.jsonl"
     write_atomic(path, "".join(json.dumps(clean(r.to_json()), sort_keys=True) + "\n" for r in chosen))
     return path
 
 
-def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[dict]:
+def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[HpoLevel]:
     """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report. Its
     rounds are buckets of their own (`plan_round`), shapes of the plan's checked `Sweep`."""
     from jaxcap.experiments.hpo import report as hpo_report

@@ -24,6 +24,7 @@ from scipy.stats import betabinom, binom
 from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot import FamilyFit, Particles
 from jaxcap.meta.posterior import Posterior
+from jaxcap.meta.posterior_meta import FamilyInfo, LevelInfo, PilotRecord
 
 EFFECT_DRAWS = 64  # prior draws of δ per particle and pilot level, one kept by its likelihood
 
@@ -67,7 +68,7 @@ def append_family(
     """`base` with family `name` appended: as many draws as `base` has, resampled by the family
     fit's weights; `levels` are its pilot levels' meta entries (bits, fields, label, ...) with
     their (runs, successes) in `outcomes`; `info` its difficulty.family_info; `record` goes to
-    meta["pilot"]."""
+    meta.pilot."""
     n = base.draws["mu_log_C"].shape[0]
     p = take(fit.particles, fit.resample(n, seed))
     draws = {site: v[p.draw] for site, v in base.draws.items()}
@@ -78,10 +79,13 @@ def append_family(
     trials, successes = [o[0] for o in outcomes], [o[1] for o in outcomes]
     effects = level_effects(p, log_bits, trials, successes, rng)
     draws["level_effect"] = np.concatenate([draws["level_effect"], effects], axis=1)
-    meta = copy.deepcopy(base.meta)
-    f = len(meta["families"])
-    meta["families"].append(name)
-    meta["family_info"].append(info)
-    meta["levels"] += [{**lv, "family": f} for lv in levels]
-    meta["pilot"] = record
+    old = copy.deepcopy(base.meta)
+    f = len(old.families)
+    meta = dataclasses.replace(
+        old,
+        families=[*old.families, name],
+        family_info=[*old.family_info, FamilyInfo.from_json(info)],
+        levels=[*old.levels, *(LevelInfo.from_json({**lv, "family": f}) for lv in levels)],
+        pilot=PilotRecord.from_json(record),
+    )
     return Posterior(draws, meta)

@@ -31,15 +31,15 @@ def headline(summary: dict) -> str:
 
 def candidate_rates(posterior: Posterior, seed: int = 0) -> np.ndarray:
     """P(learned) draws [S, candidates] of the pilot family on its architecture."""
-    meta, pilot = posterior.meta, posterior.meta["pilot"]
-    f = meta["families"].index(pilot["family"])
-    seen = {lv["fields"][pilot["field"]]: i for i, lv in enumerate(meta["levels"]) if lv["family"] == f}
-    cands = pilot["candidates"]
+    meta, pilot = posterior.meta, posterior.meta.pilot
+    f = meta.families.index(pilot.family)
+    seen = {lv.fields[pilot.field]: i for i, lv in enumerate(meta.levels) if lv.family == f}
+    cands = pilot.candidates
     return success_probability(
         posterior.draws,
         np.log([c["bits"] for c in cands]),
         np.random.default_rng(seed),
-        arch=pilot["arch"],
+        arch=pilot.arch,
         family=f,
         levels=[seen.get(c["value"]) for c in cands],
         marginal=True,
@@ -65,38 +65,38 @@ def rounds_table(store: Store, field: str) -> list[str]:
 def pilot_report(store: Store) -> list[Path]:
     """report/pilot.md (and posterior.nc, which it reads)."""
     posterior = load_posterior(store.root / "posterior.nc")
-    pilot = posterior.meta["pilot"]
-    b = pilot["boundary"]
+    pilot = posterior.meta.pilot
+    b = pilot.boundary
     tried = {r.value: r for r in read_rounds(store.root / ROUNDS)}
     p = candidate_rates(posterior)
     text = [
-        f"# Pilot: {pilot['family']} on {pilot['arch_label']}",
+        f"# Pilot: {pilot.family} on {pilot.arch_label}",
         "",
-        f"Base posterior: `{pilot['base']}`; families {', '.join(posterior.meta['families'])}.",
-        f"Settings: k = {pilot['settings']['k']}, seed options {pilot['settings']['seeds']}, "
-        f"stop_factor {pilot['settings']['stop_factor']:g}. Stopped: {pilot['stopped']}.",
+        f"Base posterior: `{pilot.base}`; families {', '.join(posterior.meta.families)}.",
+        f"Settings: k = {pilot.settings['k']}, seed options {pilot.settings['seeds']}, "
+        f"stop_factor {pilot.settings['stop_factor']:g}. Stopped: {pilot.stopped}.",
         "",
         "## Rounds",
         "",
-        *rounds_table(store, pilot["field"]),
+        *rounds_table(store, pilot.field),
         "",
         "## Boundary",
         "",
         f"b* = {b['median']:.4g} bits ({b['mass']:.0%}: {b['lo']:.4g}-{b['hi']:.4g}, a factor "
-        f"{b['factor']:.3g}); rests on {pilot['pilots']} pilot levels, {pilot['runs']} runs; effective "
-        f"sample size of the family's weights {pilot['ess']:.0f}.",
+        f"{b['factor']:.3g}); rests on {pilot.pilots} pilot levels, {pilot.runs} runs; effective "
+        f"sample size of the family's weights {pilot.ess:.0f}.",
         "",
         "## P(learned) at every candidate level",
         "",
         "| level | covariate bits | piloted | P median | 90 % |",
         "|---|---|---|---|---|",
     ]
-    for i, c in enumerate(pilot["candidates"]):
+    for i, c in enumerate(pilot.candidates):
         s = summarize(p[:, i])
         r = tried.get(c["value"])
         piloted = f"{r.successes} of {r.trials}" if r else "no"
         text.append(
-            f"| {pilot['field']}={c['value']} | {c['bits']:.4g} | {piloted} | {s['median']:.3f} | "
+            f"| {pilot.field}={c['value']} | {c['bits']:.4g} | {piloted} | {s['median']:.3f} | "
             f"{s['lo90']:.3f}-{s['hi90']:.3f} |"
         )
     store.report_path.mkdir(exist_ok=True)

@@ -130,7 +130,7 @@ def stop_reason(fit: FamilyFit, plan: PilotPlan, tried: dict, untried: list[int]
 def run_rounds(plan: PilotPlan, posterior: Posterior, architecture: str, store: Store) -> Rounds:
     """Every round (resuming from pilot.jsonl), to the stopping rule; the last fit."""
     s, path = plan.settings, store.root / ROUNDS
-    arch = posterior.meta["archs"][plan.arch]
+    arch = posterior.meta.archs[plan.arch]
     particles = prior_particles(posterior, plan.arch, s.seed, REPEAT)
     log_bits = np.log(np.asarray(plan.bits, np.float64))
     done, rounds, table = read_rounds(path), [], None

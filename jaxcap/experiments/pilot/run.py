@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxcap.config.base import checked_plan
+from jaxcap.config.base import build_plan
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate.run import calibrate_experiment
 from jaxcap.experiments.pilot.posterior_out import append_family
@@ -36,12 +36,12 @@ def fit_base(plan: PilotPlan, store: Store) -> Path:
     with sub.writer():
         sub.write_config(identity(plan.base))
         print(f"== base calibration {sub.root}", flush=True)
-        calibrate_experiment(checked_plan(plan.base), sub)
+        calibrate_experiment(build_plan(plan.base), sub)
     return sub.root
 
 
 def record(plan: PilotPlan, result: Rounds, base_dir: Path, base: Posterior) -> dict:
-    """meta["pilot"]: what the family's fit rests on, its boundary, and the candidate levels."""
+    """meta.pilot: what the family's fit rests on, its boundary, and the candidate levels."""
     fit, s = result.fit, plan.settings
     lo, med, hi = fit.boundary_interval()
     return {
@@ -53,7 +53,7 @@ def record(plan: PilotPlan, result: Rounds, base_dir: Path, base: Posterior) -> 
         "stopped": result.stopped,
         "base": str(base_dir),
         "arch": plan.arch,
-        "arch_label": base.meta["arch_labels"][plan.arch],
+        "arch_label": base.meta.arch_labels[plan.arch],
         "field": plan.field,
         "candidates": [{"value": v, "bits": b} for v, b in zip(plan.values, plan.bits)],
         "settings": {"k": s.k, "seeds": list(s.seeds), "stop_factor": s.stop_factor, "seed": s.seed},

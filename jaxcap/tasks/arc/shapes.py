@@ -1,36 +1,14 @@
 """Shape-changing ARC rules [1] in jax.numpy, and the puzzle layout in which the output's shape is
 predicted and scored.
 
-Rules (RULES; ids index it) act on an h x w grid (h, w traced; h = w = s for the procedural
-puzzles) in the top-left corner of a G x G canvas and return a G_out x G_out canvas, PAD outside
-the output's true shape. They are the one-primitive shape changes found in ARC-AGI-1 (the survey
-in `jaxcap.tasks.arc.real`):
-- block arrangements: the output is a x b blocks, each a dihedral image of x (`arc_grids` D4 ids):
-  tile2x2 and tile1x2 (x repeated), mirror_quad [[x, fliplr x], [flipud x, rot180 x]],
-  mirror_right [x, fliplr x], mirror_down [x; flipud x], mirror_up [flipud x; x],
-  mirror_quad_flipped [[rot180, flipud], [fliplr, x]], rotate_quad [[x, rot270], [rot90, rot180]]
-  and rotate_quad_ccw [[x, rot90], [rot180, rot270]] (rotations need a square x);
-- upscale2, upscale3: each cell becomes a k x k block;
-- crop: the bounding box of the cells that differ from the background, the background being
-  the grid's most common colour (ties: the smallest colour); a single-colour grid is kept whole.
-`numpy_shape` is the plain numpy version (the real-data matcher uses it).
+Rules (RULES) take an h x w grid in the top-left corner of a G x G canvas to a G_out x G_out
+canvas, PAD outside the output's true shape: the one-primitive shape changes found in ARC-AGI-1
+(block arrangements of dihedral images, upscaling, cropping to a bounding box). Families: tile,
+upscale, mirror, crop and shape (every rule of scale 2). Every cell of the test output slot is
+scored, those outside the output's shape with the class OUTSIDE, so exact-grid accuracy needs
+the shape and the colours right.
 
-Families (first member = the fixed rule): tile (tile2x2, tile1x2), upscale (x2, x3), mirror (the
-seven reflection and rotation arrangements), crop, and shape (every rule of scale 2). Tile,
-upscale and mirror read the ladder's noisy grids; crop draws its own inputs: background 0 and
-one rectangle of sides 1..max(s - 1, 1) at a uniform position, its cells colour 1..n_colours - 1
-with probability 1/2 and its two corners always coloured, so the crop is that rectangle.
-
-Complexity, as for the ladder (`jaxcap.tasks.arc.task`): tile, upscale and mirror outputs are
-injective in the input, so s^2 log2 n_colours + log2 |pool| if inferred (+ the recolour bits),
-and chance 2^-(s^2) (the all-background grid). Crop: `crop_bits` (2 log2 T + E[h w] log2
-n_colours, T the (side, offset) choices per axis: where the rectangle is and what it holds);
-its chance is sampled.
-
-Layout: inputs stay on G x (G + 1) slots (`arc_grids`), outputs get G_out x (G_out + 1) slots;
-each pair is in SEP out SEP. Every cell of the test output slot is scored, the cells outside
-the output's shape with the class OUTSIDE, so exact-grid accuracy needs the shape and the colours
-right (teacher forcing still equals greedy decoding: row ends follow from the row's first cell).
+Details: docs/design.md#jaxcaptasksarcshapespy.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

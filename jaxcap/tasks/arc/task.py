@@ -1,57 +1,14 @@
 """ARC-like grid puzzles [1]: infer a transformation from demonstrations, apply it to a test grid.
 
-A puzzle is n demonstration pairs and a test pair in ARC's shape (train pairs + test pair),
-serialized as one causal sequence (see `arc_grids`): the model reads in_1 out_1 ... in_n
-out_n in_test and is scored on the cells of out_test (teacher forcing, weights 0 elsewhere).
-`exact` is exact-grid accuracy (the success metric) and `accuracy` per-cell accuracy. Every
-teacher-forced cell right means greedy decoding reproduces the grid too (each step then sees
-the true prefix), so exact-grid under teacher forcing equals exact-grid when generating. The
-output's shape is given for the same-size levels 0-20; the shape levels 21+ predict it.
+A puzzle is n demonstration pairs and a test pair in ARC's shape, serialized as one causal
+sequence (`arc_grids`) and scored on the cells of the test output: `exact` (exact-grid accuracy,
+the success metric) and `accuracy` (per cell). `level` indexes LEVELS, a ladder of rules from
+one fixed geometric primitive up to inferred primitives, colour permutations, object families
+(`arc_objects`) and shape changes (`arc_shapes`); `level`, `size` and `n_colours` are
+per-member knobs. Complexity is the bits of the test grid carried to the output plus the bits
+inferred per puzzle. `real` adds splits of real ARC-AGI-1 tasks (`jaxcap.tasks.arc.real`).
 
-Grids are s x s, s uniform in [min_size, size] per puzzle (padded to G = the sweep's largest
-size); a cell is background (0) with probability 1/2, else uniform over colours
-1 .. n_colours - 1. The test input's colours are redrawn from the demonstration inputs'
-colours, so every colour the rule must map has been demonstrated (ARC's implicit guarantee).
-
-`level` indexes LEVELS, a ladder of rules: (name, geometric family, whether the geometric
-primitive is inferred per puzzle, recolour stage). Families are pools of `arc_grids`
-primitives: flip (fliplr, flipud, transpose, anti-transpose), rotate (90, 180, 270), translate
-(8 unit shifts, wrapping), gravity (4 directions), any (all 19 non-identity). 'Fixed' uses the
-pool's first primitive for every puzzle (rule execution); 'inferred' draws one per puzzle, so it
-must be read off the demonstrations (rule induction). The recolour stage is none, a fixed
-permutation of colours 1-9 (from `recolour_seed`), or a permutation drawn per puzzle
-(background stays 0). Composition depth is the number of stages (1, or 2: geometric then
-recolour). Levels 15-20 are the object families of `arc_objects` (flood fill, symmetry
-completion, object counting; fixed, then with the paint colour or mirror axis inferred), which
-draw their own structured inputs; their complexity and chance are defined there. `level`,
-`size` and `n_colours` are per-member knobs (shapes fixed by G).
-
-Complexity: size^2 log2 n_colours + inferred bits. The first term is the information in the
-test grid that must be carried to the output (the copying task's l log2 V with l = size^2
-cells); the second is what must be inferred from the demonstrations per puzzle: log2 |pool| for
-an inferred geometric primitive, plus log2 (9! / (10 - n_colours)!) for an inferred colour
-permutation (its distinct restrictions to the n_colours - 1 foreground colours). Fixed rules add
-nothing per puzzle. Chance (exact grid, input ignored): the probability of the most likely
-output grid, 2^-(s^2) for bijective rules (background is iid 1/2 per cell and preserved); for
-gravity each column's most likely outcome, prod_col max_k C(s, k) 2^-s q^k with q = 1 /
-(n_colours - 1) (iid colours; the demo redraw makes this approximate); averaged over rules and
-sizes (an upper bound for mixtures).
-
-Levels 21-29 change the grid's shape (`arc_shapes`): tile, upscale, mirror (fixed: tile 2 x 2,
-upscale x 2, the 2 x 2 arrangement of the four reflections), crop (to the bounding box of the
-non-background cells; its own inputs, a noisy rectangle on background), then inferred: tile?,
-upscale? (x 2 or x 3), mirror? (7 reflection and rotation arrangements), shape? (the 10 rules of
-scale 2) and shape?+recolour?. Their outputs live on a G_out x G_out canvas (`out_size`, by
-default the largest scale of the swept levels times G; 0 when every level is same-size, which
-keeps the same-size layout), and every cell of the test output is scored, OUTSIDE beyond its
-shape, so `exact` needs the shape right too (n_outputs 11). Same-size levels swept alongside use
-that layout as well. Complexity: the ladder's, s^2 log2 n_colours + log2 |pool| (+ recolour),
-the outputs being injective in the input (chance 2^-(s^2) as for bijections); crop: see
-`arc_shapes.crop_bits`, chance sampled.
-
-`real` adds the real ARC-AGI-1 probe (`jaxcap.tasks.arc.real`): splits `real_small` (same-size tasks
-<= 10 x 10 that fit G) and/or `real_anchor` (those solved by one primitive here; with an output
-canvas also the shape-changing ones whose outputs fit G_out), scored like val.
+Details: docs/design.md#jaxcaptasksarctaskpy.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """
@@ -68,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcap.fields import Choice, ConfigError, Int
+from jaxcap.fields import Choice, ConfigError, Int, TupleOf
 from jaxcap.tasks.arc import grids as ag
 from jaxcap.tasks.arc import levels as al
 from jaxcap.tasks.arc import objects as ao
@@ -92,6 +49,9 @@ class Arc(Task):
     recolour_seed: int = 0
     real: str = "none"  # none, small, anchor, both: add the real ARC-AGI-1 probe splits
     out_size: int = 0  # the output canvas G_out; 0: set from the levels (none for same-size ones)
+    # the levels a sweep may ask for, set from it as max_size is: the generator computes only
+    # their object families (draw and chance refuse a level outside); (): every level
+    max_levels: tuple[int, ...] = ()
 
     SCHEMA = {
         **Task.SCHEMA,
@@ -104,6 +64,7 @@ class Arc(Task):
         "recolour_seed": Int(0),
         "real": Choice(("none", "small", "anchor", "both")),
         "out_size": Int(0, 90),
+        "max_levels": TupleOf(Int(0, len(LEVELS) - 1)),
     }
 
     def check(self) -> None:
@@ -137,6 +98,11 @@ class Arc(Task):
     @property
     def canvas(self) -> int:
         return max(self.max_size, self.size)
+
+    @property
+    def object_kinds(self) -> tuple[int, ...]:
+        """The object families (arc_objects.KINDS, 1-3) of the levels this task may be asked for."""
+        return tuple(sorted({int(al.LEVEL_KIND[lv]) for lv in self.max_levels or range(len(LEVELS))} - {0}))
 
     @property
     def n_grids(self) -> int:
@@ -187,8 +153,11 @@ class Arc(Task):
         outputs = jax.vmap(lambda x: ag.recolour(ag.apply_primitive(x, prim, s), tables[stage]))(grids)
         kind = jnp.asarray(al.LEVEL_KIND)[level]
         infer = jnp.asarray(al.LEVEL_INFER)[level]
-        objects = ao.object_puzzle(jax.random.fold_in(key_rule, 1), grids, kind, infer, s, knobs["n_colours"])
-        grids, outputs = (jnp.where(kind > 0, o, ladder) for o, ladder in zip(objects, (grids, outputs)))
+        if self.object_kinds:  # only the object families the sweep's levels use
+            objects = ao.object_puzzle(
+                jax.random.fold_in(key_rule, 1), grids, kind, infer, s, knobs["n_colours"], self.object_kinds
+            )
+            grids, outputs = (jnp.where(kind > 0, o, ladder) for o, ladder in zip(objects, (grids, outputs)))
         if self.out_size:  # the shape-changing families; other levels keep their grids
             family = jnp.asarray(al.LEVEL_SHAPE)[level]
             shaped = ash.shape_puzzle(
@@ -211,6 +180,9 @@ class Arc(Task):
         return _encode(self, grids_NxKxGxG)
 
     def draw(self, key, knobs, n):
+        level = knobs["level"]
+        if self.max_levels and not isinstance(level, jax.core.Tracer) and int(level) not in self.max_levels:
+            raise ValueError(f"level {int(level)} is outside this task's max_levels {self.max_levels}")
         return _draw(self, key, knobs, n)
 
     def make_data(self, key, knobs):
@@ -239,6 +211,8 @@ class Arc(Task):
     def chance(self, knobs: dict[str, Any]) -> float:
         level, size, n_colours = int(knobs["level"]), int(knobs["size"]), int(knobs["n_colours"])
         if LEVELS[level][1] in (*ao.KINDS, "crop"):
+            if self.max_levels and level not in self.max_levels:  # its family is not generated
+                raise ValueError(f"level {level} is outside this task's max_levels {self.max_levels}")
             return _sampled_chance(self, level, size, n_colours)
         rules = al.level_rules(level)  # the shape rules (not crop) are injective, as the dihedral maps
         q = 1.0 / (n_colours - 1)
@@ -257,8 +231,16 @@ class Arc(Task):
     def from_config(cls, cfg: dict[str, Any], knob_grid: dict[str, list]) -> Arc:
         sizes = [cfg.get("size", cls.size), *knob_grid.get("size", ())]
         g = max(*sizes, cfg.get("max_size", 0))
-        scale = max(al.out_scale(int(v)) for v in (cfg.get("level", cls.level), *knob_grid.get("level", ())))
-        return cls(**{**cfg, "max_size": g, "out_size": cfg.get("out_size") or scale * g})
+        levels = {int(v) for v in (cfg.get("level", cls.level), *knob_grid.get("level", ()))}
+        scale = max(al.out_scale(lv) for lv in levels)
+        # a level sweep (or a configured max_levels, which only widens it) narrows the generator
+        # to those levels; a task built with neither generates every level
+        configured, swept = set(cfg.get("max_levels") or ()), {int(v) for v in knob_grid.get("level", ())}
+        members = swept or {int(cfg.get("level", cls.level))}  # the sweep replaces the base level
+        levels = tuple(sorted(members | configured)) if swept or configured else ()
+        return cls(
+            **{**cfg, "max_size": g, "out_size": cfg.get("out_size") or scale * g, "max_levels": levels}
+        )
 
 
 @functools.cache

