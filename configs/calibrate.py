@@ -46,7 +46,7 @@ Measured times and results: docs/configs.md#configscalibratepy.
 """
 
 from jaxcap.config.base import base_config, parse_arg
-from jaxcap.config.search_space import add_level_search
+from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.experiments.calibrate.config import CalibrateSettings
 from jaxcap.fields import defaults
 

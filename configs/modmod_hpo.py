@@ -23,7 +23,7 @@ Measured times and results: docs/configs.md#configsmodmod_hpopy.
 """
 
 from jaxcap.config.base import base_config, parse_arg
-from jaxcap.config.search_space import add_study
+from jaxcap.experiments.hpo.search_space import add_study
 
 
 def get_config(arg=None):

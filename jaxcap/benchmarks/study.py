@@ -21,7 +21,7 @@ def study_config(preset: tuple, trials: int, batch: int, steps: int):
     """A one-level study on a preset's task and model (`bench.PRESETS`): lr and weight decay,
     2 seeds, no pruning."""
     from jaxcap.config.base import base_config
-    from jaxcap.config.search_space import add_study
+    from jaxcap.experiments.hpo.search_space import add_study
 
     model_kw, batch_size, task_cfg = preset
     c = add_study(base_config(task_cfg["name"]))

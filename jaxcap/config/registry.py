@@ -37,7 +37,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "hpo": Experiment(  # Optuna studies
         "jaxcap.experiments.hpo.sweep:hpo_experiment",
         "jaxcap.experiments.hpo.report:hpo_report",
-        (("study", "jaxcap.config.search_space:StudySettings"),),
+        (("study", "jaxcap.experiments.hpo.search_space:StudySettings"),),
         check="jaxcap.experiments.hpo.study:check",  # the study, its search space and levels
     ),
     "capacity": Experiment(  # memorization capacity against exposures per item

@@ -89,7 +89,7 @@ def _settings(section):
 EXPERIMENT_SECTIONS = {
     "study": (
         "StudySettings",
-        ("jaxcap.config.search_space", "jaxcap.experiments.hpo.study"),
+        ("jaxcap.experiments.hpo.search_space", "jaxcap.experiments.hpo.study"),
         "modmod_hpo",
         _study,
     ),

@@ -17,7 +17,7 @@ from helpers import objective as _objective
 from optuna.trial import TrialState
 
 from jaxcap.config.base import base_config, build_plan, checked_plan, validate
-from jaxcap.config.search_space import add_study
+from jaxcap.experiments.hpo.search_space import add_study
 from jaxcap.core.population import HPARAM_NAMES, stack
 from jaxcap.experiments.hpo import rounds, sweep
 from jaxcap.experiments.hpo import study as study_lib
@@ -262,7 +262,7 @@ def straight_sweep(tmp_path_factory):
 
 
 def _sweep_phases():
-    from jaxcap.config import search_space
+    from jaxcap.experiments.hpo import search_space
     from jaxcap.core import checkpoint
 
     return {

@@ -17,7 +17,7 @@ from typing import Any
 
 import optuna
 
-from jaxcap.config.search_space import parse_space
+from jaxcap.experiments.hpo.search_space import parse_space
 from jaxcap.fields import ConfigError
 
 ATTR = "config"  # the study user attribute that holds the fingerprint

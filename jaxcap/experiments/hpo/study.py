@@ -26,8 +26,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from jaxcap.config.base import schema
 from jaxcap.config.plan import Plan
-from jaxcap.config.search_space import Param, StudySettings, baseline_params, check_search, parse_space
-from jaxcap.config.storage import storage_file
+from jaxcap.experiments.hpo.search_space import Param, StudySettings, baseline_params, check_search, parse_space
+from jaxcap.experiments.hpo.storage import storage_file
 from jaxcap.core.train import TrainSettings
 from jaxcap.experiments.hpo import fingerprint
 from jaxcap.fields import ConfigError, from_section
@@ -82,7 +82,7 @@ def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
     folder of a file (a path, a sqlite URL) is created."""
     if private(spec):
         spec = str(Path(root).resolve() / ("study.log" if spec == "journal" else "study.db"))
-    file = storage_file(spec)  # checked writable by validate (jaxcap.config.storage)
+    file = storage_file(spec)  # checked writable by validate (jaxcap.experiments.hpo.storage)
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
     if spec.endswith(".log") and "://" not in spec:

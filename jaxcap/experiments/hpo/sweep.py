@@ -22,7 +22,7 @@ import optuna
 
 from jaxcap.config import plan as plan_lib
 from jaxcap.config.plan import Bucket
-from jaxcap.config.search_space import suggest
+from jaxcap.experiments.hpo.search_space import suggest
 from jaxcap.core.population import Member
 from jaxcap.experiments.hpo import claims, holdings, rounds, telling
 from jaxcap.experiments.hpo import study as study_lib

@@ -1,6 +1,6 @@
 """The search space of an Optuna study as config data, and the `study` section that drives it.
 
-Details: docs/design.md#jaxcapconfigsearch_spacepy.
+Details: docs/design.md#jaxcapexperimentshposearch_spacepy.
 
 [1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
     arXiv:1907.10902.
@@ -14,7 +14,7 @@ from typing import Any
 
 import ml_collections
 
-from jaxcap.config.storage import check_storage_location, check_url, storage_ok
+from jaxcap.experiments.hpo.storage import check_storage_location, check_url, storage_ok
 from jaxcap.core.population import HPARAM_NAMES
 from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, defaults, setting
 from jaxcap.models.config import MODEL_FIELDS

@@ -5,7 +5,7 @@ import optuna
 import pytest
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.config.search_space import add_study, baseline_params, parse_space, suggest
+from jaxcap.experiments.hpo.search_space import add_study, baseline_params, parse_space, suggest
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.fields import ConfigError
 
