@@ -3,7 +3,7 @@
     python -m jaxcap.launch --config configs/sentiment.py              # 2-core CPU: ~5 min of CPU
     python -m jaxcap.launch --config configs/sentiment.py:smoke        # seconds; used by the tests
     python -m jaxcap.launch --config configs/sentiment.py:full         # seed baseline, accelerator
-    python -m jaxcap.tasks.vader.data fetch                            # once, before :vader
+    python -m jaxcap.main.fetch_vader fetch                            # once, before :vader
     python -m jaxcap.launch --config configs/sentiment.py:vader        # real sentences, cross-domain
 
 Controlled (`sentiment`, jaxcap/tasks/sentiment.py): template sentences over 256 frequent VADER

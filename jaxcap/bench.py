@@ -28,7 +28,7 @@ from absl import app, flags, logging
 from jaxcap import tasks
 from jaxcap.benchmarks import cost as bench_cost
 from jaxcap.benchmarks import probe as bench_probe
-from jaxcap.config import cli
+from jaxcap.main import cli
 from jaxcap.core import sharding
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.progress import tqdm

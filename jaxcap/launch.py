@@ -105,7 +105,7 @@ if (
 from absl import app, flags, logging  # noqa: E402  (the imports above are light: stdlib and the lock)
 from ml_collections import config_flags  # noqa: E402
 
-from jaxcap.config import cli  # noqa: E402
+from jaxcap.main import cli  # noqa: E402
 from jaxcap.fields import ConfigError  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file(

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 from absl import flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 from jaxcap.meta.arch_query import QueryError, parse_value, resolve_arch  # noqa: F401 (the CLI's API)
 from jaxcap.meta.difficulty import COVARIATES, checked_level_bits, covariate_name, nominal_level_bits
 from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability

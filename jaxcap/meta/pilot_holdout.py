@@ -17,14 +17,20 @@ half its seeds and the easiest learned by fewer, over all f's levels)?
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 
 from jaxcap.meta.baselines import fit_logistic
-from jaxcap.meta.data import Table
+from jaxcap.meta.data import Table, read_table
+from jaxcap.meta.fit import NutsSettings
 from jaxcap.meta.pilot import FamilyFit, Particles, prior_particles
+from jaxcap.meta.pilot_lofo import family_folds
 from jaxcap.meta.pilot_sequence import PilotLog, make_rule
 from jaxcap.meta.posterior import Posterior
+from jaxcap.results.curves import write_atomic
+from jaxcap.results.store import clean
 
 PILOTS = ("design", "design4", "bisection")
 PREDICTORS = ("meta_model", "pilot_logistic", "base_rate")
@@ -180,3 +186,17 @@ def score_table(table: Table, folds: dict, k: int, seed: int = 0, repeat: int = 
         "nuts_seconds": folds["nuts_seconds"],
         "cached": folds["cached"],
     }
+
+
+CACHE, OUTPUT = "pilot_folds.npz", "pilot_score.json"  # in each scored workdir
+
+
+def score_workdir(
+    workdir: Path, nuts: NutsSettings, k: int, seed: int, repeat: int, reference: str
+) -> dict:
+    """One workdir's folds (cached) and scores, written to <workdir>/pilot_score.json."""
+    table = read_table(workdir / "table.json")
+    folds = family_folds(table, nuts, workdir / CACHE, reference)
+    result = {"workdir": str(workdir), **score_table(table, folds, k, seed, repeat)}
+    write_atomic(workdir / OUTPUT, json.dumps(clean(result)) + "\n")
+    return result

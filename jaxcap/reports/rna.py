@@ -17,7 +17,7 @@ import jax
 import numpy as np
 from absl import flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 from jaxcap.config.base import build_plan, recorded_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
@@ -103,24 +103,3 @@ def evaluate_workdir(workdir: str, splits=("val", "test", "val_long")) -> list[d
                 row = {"bucket": bucket.label or bucket.name, "member": i, "seed": member.seed}
                 rows.append({**row, "length": bucket.task.length, "gc": gc, "split": split, **scores})
     return rows
-
-
-FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
-flags.DEFINE_string("workdir", None, "A finished rna run's workdir.", flag_values=FLAGS)
-
-
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    cli.parse([cli.prog("reports.rna"), *argv], __doc__, FLAGS)
-    cli.required(FLAGS, "workdir", example="--workdir runs/rna")
-    args = FLAGS
-    rows = evaluate_workdir(args.workdir)
-    store = Store(args.workdir)
-    store.report_path.mkdir(exist_ok=True)
-    write_atomic(store.report_path / "rna_structure.json", json.dumps(rows, indent=1) + "\n")
-    for row in rows:
-        print(json.dumps(row))
-
-
-if __name__ == "__main__":
-    main()

@@ -225,7 +225,7 @@ def test_vader_loader_on_a_synthetic_sdist(tmp_path):
 
 
 def test_missing_data_and_packages_are_one_line_errors(tmp_path, monkeypatch):
-    with pytest.raises(ConfigError, match="run: python -m jaxcap.tasks.vader.data fetch") as error:
+    with pytest.raises(ConfigError, match="run: python -m jaxcap.main.fetch_vader fetch") as error:
         VaderSentences(data_dir=str(tmp_path)).check()
     assert "\n" not in str(error.value)
     monkeypatch.setattr(vader_data.importlib.util, "find_spec", lambda name: None)

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from absl import flags as absl_flags  # `flags` below builds launch flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: configs/ lives beside the package
 CASE = {

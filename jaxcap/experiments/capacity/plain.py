@@ -24,7 +24,7 @@ import numpy as np
 import optax
 from absl import flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 
 
 @dataclasses.dataclass(frozen=True)

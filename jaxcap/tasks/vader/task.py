@@ -2,7 +2,7 @@
 
 Data: the 23,703 sentences of the VADER ground truth (tweets, movie-review snippets, NYT
 editorial snippets, Amazon review snippets), each with the mean rating of ~20 raters on -4..+4
-(`jaxcap.tasks.vader.data`; fetched once with `python -m jaxcap.tasks.vader.data fetch`, never
+(`jaxcap.tasks.vader.data`; fetched once with `python -m jaxcap.main.fetch_vader fetch`, never
 inside a run). Labels are binary from the mean rating: positive if > `neutral`, negative if
 < -`neutral`; sentences in between (about 4%) are dropped.
 

@@ -21,7 +21,7 @@ import sys
 
 from absl import flags
 
-from jaxcap.config import cli  # absl only: JAX starts after the NUTS devices are reserved
+from jaxcap.main import cli  # absl only: JAX starts after the NUTS devices are reserved
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_integer("rows", 2000, "Result rows (seeds x cells).", lower_bound=1, flag_values=FLAGS)

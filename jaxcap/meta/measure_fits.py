@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from absl import flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 from jaxcap.meta import difficulty, fit, measures, validate
 from jaxcap.meta.data import Table, read_table
 from jaxcap.meta.model import saturate
@@ -201,62 +201,3 @@ def text(scores: list[MeasureScore], label: str) -> list[str]:
             f"LOFO k=0 Brier {brier}; full fit div / R-hat / ESS {_diag(s.fit_diagnostics)}"
         )
     return out
-
-
-FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
-flags.DEFINE_list("measures", list(measures.MEASURES), "Measures to score.", flag_values=FLAGS)
-flags.DEFINE_integer("warmup", 1000, "NUTS warmup draws per chain.", flag_values=FLAGS)
-flags.DEFINE_integer("samples", 1000, "NUTS draws per chain.", flag_values=FLAGS)
-flags.DEFINE_integer("chains", 4, "NUTS chains.", flag_values=FLAGS)
-flags.DEFINE_float("target_accept", 0.97, "NUTS target acceptance.", flag_values=FLAGS)
-flags.DEFINE_integer("seed", 0, "NUTS seed.", flag_values=FLAGS)
-flags.DEFINE_string("reference", "", "Reference family (θ = 1); default as calibrate.", flag_values=FLAGS)
-flags.DEFINE_bool("json", False, "Print JSON.", flag_values=FLAGS)
-flags.DEFINE_bool("markdown", False, "Print markdown tables.", flag_values=FLAGS)
-
-
-def main(argv: list[str] | None = None) -> int:
-    workdirs = cli.parse(
-        [cli.prog("meta.measure_scores"), *(sys.argv[1:] if argv is None else argv)],
-        __doc__,
-        FLAGS,
-        positionals=True,
-    )
-    if not workdirs:
-        cli.usage_exit("a calibrate workdir is required, e.g. runs/cal_s0")
-    try:
-        names = measures.check_names(FLAGS.measures)
-    except ValueError as e:
-        cli.usage_exit(f"--measures: {e}")
-    for name in ("warmup", "samples", "chains"):
-        if FLAGS[name].value < 1:
-            cli.usage_exit(f"--{name}: got {FLAGS[name].value}; allowed: >= 1")
-    if not 0.5 <= FLAGS.target_accept < 1:
-        cli.usage_exit(f"--target_accept: got {FLAGS.target_accept}; allowed: 0.5 <= value < 1")
-    nuts = fit.NutsSettings(FLAGS.warmup, FLAGS.samples, FLAGS.chains, FLAGS.target_accept, FLAGS.seed)
-    paths = [Path(w) / "table.json" for w in workdirs]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        sys.exit(f"measure_scores error: {', '.join(missing)}: missing (run configs/calibrate.py first)")
-    fit.reserve_chain_devices(nuts.chains)  # before JAX starts: chains in parallel
-    tables = {}
-    for w, path in zip(workdirs, paths):  # every measure of every level before any fit
-        table = read_table(path)
-        try:
-            tables[w] = {n: measures.with_measure(table, n) for n in names}
-        except ValueError as e:
-            sys.exit(f"measure_scores error: {w}: {e}")
-    results = {
-        w: [score_measure(t, n, nuts, FLAGS.reference) for n, t in ts.items()] for w, ts in tables.items()
-    }
-    if FLAGS.json:
-        print(json.dumps({w: [s.to_json() for s in r] for w, r in results.items()}, indent=1))
-    elif FLAGS.markdown:
-        print("\n\n".join("\n".join(markdown(r, w)) for w, r in results.items()))
-    else:
-        print("\n".join(line for w, r in results.items() for line in text(r, w)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

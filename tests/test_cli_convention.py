@@ -1,5 +1,5 @@
 """One command-line convention for every `python -m jaxcap...` command: absl flags parsed by
-jaxcap.config.cli, a misspelt flag named with the closest one, a misspelt config field named
+jaxcap.main.cli, a misspelt flag named with the closest one, a misspelt config field named
 with the closest field, every usage error one line on stderr and exit status 2, and
 `--helpfull` saying more than `--help`. In process: each command fails before it does any work."""
 
@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 
 COMMANDS = [  # (module, a misspelt flag, the flag it means)
     ("jaxcap.meta.replicates", "--markdwn", "--markdown"),

@@ -20,16 +20,15 @@ from pathlib import Path
 
 from absl import flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta.data import read_table
-from jaxcap.meta.pilot_holdout import score_table
-from jaxcap.meta.pilot_lofo import PRIOR_NUTS, check_table, family_folds
+from jaxcap.meta.pilot_holdout import score_workdir
+from jaxcap.meta.pilot_lofo import PRIOR_NUTS, check_table
 from jaxcap.meta.pilot_report import boundary_table, brier_table, markdown
 from jaxcap.results.curves import write_atomic
 from jaxcap.results.store import clean
 
-CACHE, OUTPUT = "pilot_folds.npz", "pilot_score.json"
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_integer(
@@ -51,17 +50,6 @@ flags.DEFINE_string(
 )
 flags.DEFINE_bool("json", False, "Print JSON (default: markdown tables).", flag_values=FLAGS)
 flags.DEFINE_bool("markdown", False, "Print the markdown tables (also with --json).", flag_values=FLAGS)
-
-
-def score_workdir(
-    workdir: Path, nuts: meta_fit.NutsSettings, k: int, seed: int, repeat: int, reference: str
-) -> dict:
-    """One workdir's folds (cached) and scores, written to <workdir>/pilot_score.json."""
-    table = read_table(workdir / "table.json")
-    folds = family_folds(table, nuts, workdir / CACHE, reference)
-    result = {"workdir": str(workdir), **score_table(table, folds, k, seed, repeat)}
-    write_atomic(workdir / OUTPUT, json.dumps(clean(result)) + "\n")
-    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from absl import flags
 
-from jaxcap.config import cli
+from jaxcap.main import cli
 from jaxcap.meta.scores import coverage_interval
 
 METRICS = ("brier", "auc", "pit_coverage90", "median_width90")
@@ -103,33 +103,3 @@ def pooled_markdown(pooled: dict, mass: int = 90) -> list[str]:
         rate = f"{c['rate']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"
         out.append(f"| {split} | {c['cells']} | {c['covered']} | {rate} | {holds} |")
     return out
-
-
-FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
-flags.DEFINE_bool("markdown", False, "A markdown table instead of JSON.", flag_values=FLAGS)
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    workdirs = cli.parse([cli.prog("meta.replicates"), *argv], __doc__, FLAGS, positionals=True)
-    if not workdirs:
-        cli.usage_exit("workdirs: none given; allowed: calibrate workdirs (each with validation.json)")
-    validations = []
-    for w in workdirs:
-        path = Path(w) / "validation.json"
-        if not path.exists():
-            print(
-                f"replicates error: {path}: missing (run the calibrate config there first)", file=sys.stderr
-            )
-            return 2
-        validations.append(json.loads(path.read_text()))
-    table, pooled = replicate_table(validations), pooled_coverage(validations)
-    if FLAGS.markdown:
-        print("\n".join([*markdown(table, ", ".join(workdirs)), "", *pooled_markdown(pooled)]))
-    else:
-        print(json.dumps(table | {"pooled_pit_coverage90": pooled}, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Validation scores over independent calibrate runs: mean and range, so noise reads as noise.
+
+    python -m jaxcap.meta.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
+
+One run's Brier or coverage mixes the meta-model's quality with the luck of its seeds, so the
+table reports, per split and method, the mean and [min, max] over runs with different data seeds
+(replicated over training runs, not bootstrap resamples: Bouthillier et al. 2021,
+arXiv:2103.03098), and PIT coverage pooled over runs with a Jeffreys interval.
+
+Details: docs/design.md#jaxcapmetareplicatespy.
+"""
+
+from __future__ import annotations
+import json
+import sys
+from pathlib import Path
+import numpy as np
+from absl import flags
+from jaxcap.main import cli
+from jaxcap.meta.scores import coverage_interval
+from jaxcap.meta.replicate_tables import markdown, pooled_coverage, pooled_markdown, replicate_table
+
+
+FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
+flags.DEFINE_bool("markdown", False, "A markdown table instead of JSON.", flag_values=FLAGS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    workdirs = cli.parse([cli.prog("meta.replicates"), *argv], __doc__, FLAGS, positionals=True)
+    if not workdirs:
+        cli.usage_exit("workdirs: none given; allowed: calibrate workdirs (each with validation.json)")
+    validations = []
+    for w in workdirs:
+        path = Path(w) / "validation.json"
+        if not path.exists():
+            print(
+                f"replicates error: {path}: missing (run the calibrate config there first)", file=sys.stderr
+            )
+            return 2
+        validations.append(json.loads(path.read_text()))
+    table, pooled = replicate_table(validations), pooled_coverage(validations)
+    if FLAGS.markdown:
+        print("\n".join([*markdown(table, ", ".join(workdirs)), "", *pooled_markdown(pooled)]))
+    else:
+        print(json.dumps(table | {"pooled_pit_coverage90": pooled}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
