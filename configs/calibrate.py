@@ -29,10 +29,10 @@ quoted), the top level of each family, and held-out families. A cell's seeds are
 (beta-binomial, jaxcap/meta/model.py).
 
     # replicates: the same with --config.seed=1, 2, then
-    python -m jaxcap.meta.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown
+    python -m jaxcap.main.replicates runs/<seed 0> runs/<seed 1> runs/<seed 2> --markdown
     # out of grid: a posterior scored on a separate run (new levels, fresh seeds)
     python -m jaxcap.launch --config configs/calibrate.py:out_of_grid
-    python -m jaxcap.meta.out_of_grid --posterior runs/calibrate \
+    python -m jaxcap.main.out_of_grid --posterior runs/calibrate \
         --workdirs runs/calibrate_out_of_grid/families/*
 
 `:hpo` replaces the grid by one Optuna study per level (8 trials x 2 seeds; not measured at
@@ -46,8 +46,8 @@ Measured times and results: docs/configs.md#configscalibratepy.
 """
 
 from jaxcap.config.base import base_config, parse_arg
-from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.experiments.calibrate.config import CalibrateSettings
+from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.fields import defaults
 
 # candidate levels; the design trains a spanning grid of them, then adds levels by expected
@@ -194,7 +194,7 @@ def get_config(arg=None):
         c.calibrate.design.grid = 0  # every listed level
         c.calibrate.nuts.update(warmup=300, samples=300)  # its own fit is not used
         c.calibrate.validation.designs = ()
-        c.note = "levels the default does not train, fresh seeds: scored by jaxcap.meta.out_of_grid"
+        c.note = "levels the default does not train, fresh seeds: scored by jaxcap.main.out_of_grid"
     elif variant == "domains":
         c.calibrate.design.grid = 0  # every listed level (the measured cross-domain run, docs/meta-model.md)
         # the model and budget of that measured run (the default shrank for five families)
@@ -206,7 +206,7 @@ def get_config(arg=None):
         c.train.update(steps=20_000, chunk_steps=1000, batch_size=256)
         c.calibrate.nuts.update(warmup=1000, samples=1000)
         c.note = "the seed baseline model at the seed design's scale"
-    elif variant == "device":  # launch/device_study.sh: C of the seed baseline, no held-out fits
+    elif variant == "device":  # studies/device_study.sh: C of the seed baseline, no held-out fits
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
         c.hparams.learning_rate = 1e-3
         c.train.update(steps=3000, batch_size=128)

@@ -19,7 +19,7 @@ to 0 at 4,000 and at 8,000 exposures (jaxcap/experiments/capacity/recipe.py). Th
 the annealed budgets: a capacity only if C gained <= 5 % over the last doubling and the sizes
 plateaued. The model recipe (RECIPE_MODEL: learned positions, N(0, 0.02²) token tables without
 the sqrt(d) multiplier; β2 0.999 by default) is what the ablation showed stores the most
-(`python -m jaxcap.experiments.capacity.ablation`).
+(`python -m studies.capacity_ablation`).
 
 Measured times and results: docs/configs.md#configscapacitypy.
 """

@@ -4,7 +4,7 @@ model fold?
     python -m jaxcap.launch --config configs/rna.py          # 2-core CPU: ~6 min
     python -m jaxcap.launch --config configs/rna.py:smoke    # seconds; used by the tests
     python -m jaxcap.launch --config configs/rna.py:full     # seed baseline, accelerator
-    python -m jaxcap.reports.rna --workdir W              # then: base-pair F1, calibration
+    python -m jaxcap.main.rna_structure --workdir W              # then: base-pair F1, calibration
 
 Random RNA (i.i.d. bases, GC content `gc`) labelled once on the host by ViennaRNA's MFE fold and
 cached under ~/.cache/jaxcap/rna ($JAXCAP_RNA_CACHE); see jaxcap/tasks/rna/task.py. One bucket per

@@ -1,53 +1,6 @@
-"""Rebuild any run's report from its workdir alone: `python -m jaxcap.report --workdir D`.
+"""`python -m jaxcap.report`: the command is jaxcap/main/report.py."""
 
-The command dispatches on the workdir's `config.json` to the report of its experiment
-(`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. The
-report is written into `<workdir>/report`: a workdir this user cannot write is one line. Population
-figures: jaxcap.reports.population. Flags as every jaxcap command (jaxcap.main.cli): absl,
-`--flagfile`, `--helpfull`; problems are one line (`usage error: ...`, `report error: ...`).
-"""
-
-from __future__ import annotations
-
-import json
-import sys
-from pathlib import Path
-
-from absl import flags
-
-from jaxcap.main import cli
-from jaxcap.config.registry import EXPERIMENTS, resolve
-from jaxcap.results.store import Store
-
-FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
-flags.DEFINE_string("workdir", None, "A run's workdir (holds config.json).", flag_values=FLAGS)
-
-
-def main(argv: list[str] | None = None) -> list[Path]:
-    cli.parse([cli.prog("report"), *(sys.argv[1:] if argv is None else argv)], __doc__, FLAGS)
-    cli.required(FLAGS, "workdir", example="--workdir runs/modmod")
-    workdir = Path(FLAGS.workdir)
-    if not (workdir / "config.json").exists():
-        raise SystemExit(f"report error: {workdir} holds no config.json; is it a workdir?")
-    store = Store(workdir)
-    experiment = json.loads(store.config_path.read_text()).get("experiment", "population")
-    try:
-        written = resolve(EXPERIMENTS[experiment].report)(store)
-    except OSError as e:  # a read-only workdir (another user's, a mounted archive), a full disk
-        where = e.filename or store.report_path
-        raise SystemExit(
-            f"report error: cannot write {where} ({e.strerror or e}); allowed: a workdir this user can "
-            "write (copy a read-only one first: cp -r)"
-        ) from None
-    for path in written:
-        print(path)
-    return written
-
-
-def console() -> None:
-    """The `jaxcap-report` console script (main's list of paths would be read as an exit code)."""
-    main()
-
+from jaxcap.main.report import console, main  # noqa: F401  (`from jaxcap import report; report.main(...)`)
 
 if __name__ == "__main__":
     console()

@@ -40,7 +40,7 @@ def append_then_die(self, *a, **k):
         os._exit(137)
 store.Store.append_evals = append_then_die
 from absl import app
-from jaxcap import launch
+from jaxcap.main import launch
 sys.argv = ["launch", *sys.argv[1:]]
 app.run(launch.main, flags_parser=launch._parse)
 """
@@ -305,7 +305,7 @@ def append_then_die(self, bucket, *a, **k):
         os._exit(137)
 store.Store.append_evals = append_then_die
 from absl import app
-from jaxcap import launch
+from jaxcap.main import launch
 sys.argv = ["launch", *sys.argv[1:]]
 app.run(launch.main, flags_parser=launch._parse)
 """

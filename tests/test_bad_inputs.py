@@ -22,8 +22,8 @@ from helpers import MODMOD_SMOKE as SMOKE
 
 from jaxcap.config.base import build_plan, load_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
+from jaxcap.errors import one_line
 from jaxcap.experiments.population import identity
-from jaxcap.launch import one_line
 from jaxcap.results.store import Store
 from jaxcap.run import run
 
@@ -399,7 +399,7 @@ def test_debug_shows_the_traceback_of_an_input_error(tmp_path, fork_server):
 AS_NOBODY = """
 import sys
 from jaxcap.config.base import load_config
-from jaxcap.launch import one_line
+from jaxcap.errors import one_line
 from jaxcap.run import run
 root = sys.argv[1]
 for workdir, cache in (("finished", "off"), ("ro/new", "off"), ("w", root + "/cache")):

@@ -68,7 +68,6 @@ def test_the_lock_taken_before_the_imports_is_taken_again_as_a_no_op(tmp_path):
 
 
 def test_the_launcher_knows_the_help_flags_before_it_imports_them():
-    from jaxcap import launch
-    from jaxcap.main import cli
+    from jaxcap.main import cli, early_lock
 
-    assert launch._HELP_FLAGS == cli.HELP_FLAGS
+    assert early_lock.HELP_FLAGS == cli.HELP_FLAGS

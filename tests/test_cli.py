@@ -92,15 +92,19 @@ def test_console_scripts_point_at_callables():
             "config error: config.model.d_modle: unknown field; did you mean config.model.d_model?",
         ),
         (
-            "meta.replicates",
+            "main.replicates",
             ["--markdwn", "x"],
             "usage error: --markdwn: unknown flag; did you mean --markdown?",
         ),
-        ("meta.out_of_grid", ["--postrior", "x"], "did you mean --posterior?"),
-        ("meta.bench", ["--rws", "5"], "usage error: --rws: unknown flag; did you mean --rows?"),
+        ("main.out_of_grid", ["--postrior", "x"], "did you mean --posterior?"),
+        ("main.meta_bench", ["--rws", "5"], "usage error: --rws: unknown flag; did you mean --rows?"),
         ("experiments.capacity.ablation", ["--seds", "1"], "did you mean --seeds?"),
         ("experiments.capacity.plain", ["--exposure", "3"], "did you mean --exposures?"),
-        ("reports.rna", ["--wrkdir", "x"], "usage error: --wrkdir: unknown flag; did you mean --workdir?"),
+        (
+            "main.rna_structure",
+            ["--wrkdir", "x"],
+            "usage error: --wrkdir: unknown flag; did you mean --workdir?",
+        ),
     ],
 )
 def test_stray_arguments_are_one_line_errors(cli, module, args, message):
@@ -163,7 +167,8 @@ def test_a_config_files_note_names_the_command_lines_changes():
     it (runtime ones are not), and a note given on the command line is left as given."""
     from ml_collections import ConfigDict
 
-    from jaxcap.launch import annotate_note, default_workdir
+    from jaxcap.main.early_lock import default_workdir
+    from jaxcap.main.launch import annotate_note
 
     argv = ["launch", "--config=configs/calibrate.py", "--config.model.d_model=64"]
     argv.append("--config.runtime.progress=False")

@@ -10,12 +10,12 @@ import pytest
 from jaxcap.main import cli
 
 COMMANDS = [  # (module, a misspelt flag, the flag it means)
-    ("jaxcap.meta.replicates", "--markdwn", "--markdown"),
-    ("jaxcap.meta.out_of_grid", "--postrior=x", "--posterior"),
-    ("jaxcap.meta.bench", "--rws=5", "--rows"),
-    ("jaxcap.experiments.capacity.ablation", "--seds=1", "--seeds"),
-    ("jaxcap.experiments.capacity.plain", "--exposure=3", "--exposures"),
-    ("jaxcap.reports.rna", "--wrkdir=x", "--workdir"),
+    ("jaxcap.main.replicates", "--markdwn", "--markdown"),
+    ("jaxcap.main.out_of_grid", "--postrior=x", "--posterior"),
+    ("jaxcap.main.meta_bench", "--rws=5", "--rows"),
+    ("studies.capacity_ablation", "--seds=1", "--seeds"),
+    ("studies.plain_reference", "--exposure=3", "--exposures"),
+    ("jaxcap.main.rna_structure", "--wrkdir=x", "--workdir"),
     ("jaxcap.report", "--wrkdir=x", "--workdir"),
     ("jaxcap.predict", "--postrior=x", "--posterior"),
 ]
@@ -41,13 +41,17 @@ def test_a_misspelt_flag_names_the_closest_and_exits_2(capsys, module, typo, mea
 @pytest.mark.parametrize(
     "module, argv, message",
     [
-        ("jaxcap.meta.replicates", [], "usage error: workdirs: none given"),
-        ("jaxcap.meta.out_of_grid", ["--workdirs", "a", "b"], "usage error: --posterior: required"),
-        ("jaxcap.meta.bench", ["--rows=abc"], "usage error: flag --rows=abc"),
-        ("jaxcap.meta.bench", ["--rows=4"], "usage error: --rows: got 4; allowed: >= 2 x families x seeds"),
-        ("jaxcap.experiments.capacity.ablation", ["--rows=nope"], "usage error: --rows: unknown nope"),
-        ("jaxcap.experiments.capacity.plain", ["extra"], "usage error: unexpected argument 'extra'"),
-        ("jaxcap.reports.rna", [], "usage error: --workdir: required"),
+        ("jaxcap.main.replicates", [], "usage error: workdirs: none given"),
+        ("jaxcap.main.out_of_grid", ["--workdirs", "a", "b"], "usage error: --posterior: required"),
+        ("jaxcap.main.meta_bench", ["--rows=abc"], "usage error: flag --rows=abc"),
+        (
+            "jaxcap.main.meta_bench",
+            ["--rows=4"],
+            "usage error: --rows: got 4; allowed: >= 2 x families x seeds",
+        ),
+        ("studies.capacity_ablation", ["--rows=nope"], "usage error: --rows: unknown nope"),
+        ("studies.plain_reference", ["extra"], "usage error: unexpected argument 'extra'"),
+        ("jaxcap.main.rna_structure", [], "usage error: --workdir: required"),
         ("jaxcap.report", [], "usage error: --workdir: required"),
     ],
 )
@@ -71,7 +75,7 @@ def test_a_misspelt_config_field_names_the_closest_field():
     assert far.startswith("config.model.xyzzy: unknown field; fields of config.model: activation, d_ff")
 
 
-@pytest.mark.parametrize("module", ["jaxcap.report", "jaxcap.predict", "jaxcap.meta.replicates"])
+@pytest.mark.parametrize("module", ["jaxcap.report", "jaxcap.predict", "jaxcap.main.replicates"])
 def test_helpfull_says_more_than_help(capsys, module):
     main = importlib.import_module(module).main
     texts = []

@@ -1,4 +1,4 @@
-"""`python -m jaxcap.count_compiles`: a launch's compiled programs as JSON, and its usage line."""
+"""`python -m jaxcap.main.count_compiles`: a launch's compiled programs as JSON, and its usage line."""
 
 import json
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import pytest
 from helpers import ENV, ROOT
 
-from jaxcap import count_compiles
+from jaxcap.main import count_compiles
 
 
 def test_usage_errors_exit_2(capsys):
@@ -20,7 +20,7 @@ def test_usage_errors_exit_2(capsys):
 def test_main_job_smoke_compiles_one_program_set(tmp_path):
     """modmod's smoke: init, data, chunk, evaluate, baselines and nothing else (keys and
     hyperparameters are made on the host)."""
-    cmd = [sys.executable, "-m", "jaxcap.count_compiles", "--config", "configs/modmod.py:smoke"]
+    cmd = [sys.executable, "-m", "jaxcap.main.count_compiles", "--config", "configs/modmod.py:smoke"]
     out = subprocess.run(
         [*cmd, "--workdir", str(tmp_path)], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900
     )

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from helpers import member_row
 
-from jaxcap import predict
+from jaxcap.main import predict as predict_cmd
+from jaxcap.meta import arch_query, prediction
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import posterior as meta_posterior
@@ -81,15 +82,15 @@ def posterior():
 
 def test_a_fitted_level_uses_its_effect(posterior):
     assert [lv.label for lv in posterior.meta.levels[2:4]] == ["modulus=5", "modulus=16"]
-    a0 = predict.resolve_arch(posterior, "a0")[0]
-    seen = predict.resolve_levels(posterior, "modulo", ["5"], [])
+    a0 = arch_query.resolve_arch(posterior, "a0")[0]
+    seen = prediction.resolve_levels(posterior, "modulo", ["5"], [])
     assert seen[0]["level"] == 2 and seen[0]["bits"] == pytest.approx(5 * math.log2(5))
-    by_bits = predict.resolve_levels(posterior, "modulo", [], [seen[0]["bits"]])
+    by_bits = prediction.resolve_levels(posterior, "modulo", [], [seen[0]["bits"]])
     assert by_bits[0]["level"] == 2  # the fitted level's covariate is that level too
-    new = predict.resolve_levels(posterior, "modulo", ["25"], [])[0]
+    new = prediction.resolve_levels(posterior, "modulo", ["25"], [])[0]
     assert new["level"] is None and new["bits"] == pytest.approx(50 * math.log2(25))  # digit classes 10 x 5
-    p_seen = predict.predict(posterior, "modulo", seen, a0)["points"][0]
-    p_new = predict.predict(posterior, "modulo", [{**seen[0], "level": None}], a0)["points"][0]
+    p_seen = prediction.predict(posterior, "modulo", seen, a0)["points"][0]
+    p_new = prediction.predict(posterior, "modulo", [{**seen[0], "level": None}], a0)["points"][0]
     assert p_seen["seen_level"] and not p_new["seen_level"] and p_seen["p"] < p_new["p"] - 0.1
 
 
@@ -123,18 +124,18 @@ def test_a_fitted_level_uses_its_effect(posterior):
     ],
 )
 def test_bad_queries_are_one_line_errors(posterior, monkeypatch, capsys, args, message):
-    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
-    code = predict.main(["--posterior", "workdir", *args])
+    monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
+    code = predict_cmd.main(["--posterior", "workdir", *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
 
 
 def test_arch_matching_and_json(posterior, monkeypatch, capsys):
-    assert predict.resolve_arch(posterior, "d_model=64")[0]["index"] == 1  # exact field match
-    new = predict.resolve_arch(posterior, "d_model=128,d_head=32,d_ff=256")[0]
+    assert arch_query.resolve_arch(posterior, "d_model=64")[0]["index"] == 1  # exact field match
+    new = arch_query.resolve_arch(posterior, "d_model=128,d_head=32,d_ff=256")[0]
     assert new["index"] is None and "covariate regression" in new["label"]
-    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
-    code = predict.main(["--posterior", "workdir", "--task", "parity", "--level", "1", "3", "--json"])
+    monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
+    code = predict_cmd.main(["--posterior", "workdir", "--task", "parity", "--level", "1", "3", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and len(out) == 2 and [p["level"] for p in out[0]["points"]] == ["k=1", "k=3"]
     assert set(out[0]["boundaries"]) == {"random_labels", "modulo", "parity"}
@@ -143,13 +144,13 @@ def test_arch_matching_and_json(posterior, monkeypatch, capsys):
 
 def test_output_names_the_covariate_and_the_nominal_bits(posterior, monkeypatch, capsys):
     """Modulo's --complexity is lookup bits, not log2 N; every line says which."""
-    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
-    assert predict.main(["--posterior", "w", "--task", "modulo", "--level", "25", "--arch", "a0"]) == 0
+    monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
+    assert predict_cmd.main(["--posterior", "w", "--task", "modulo", "--level", "25", "--arch", "a0"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("modulus=25"))
     assert f"lookup_bits = {50 * math.log2(25):.4g} bits" in line, line
     assert f"nominal {math.log2(25):.4g} bits" in line, line
-    assert "complexity_bits" in predict.FLAGS["complexity"].help
-    assert "modulo: lookup_bits" in predict.FLAGS["complexity"].help
+    assert "complexity_bits" in predict_cmd.FLAGS["complexity"].help
+    assert "modulo: lookup_bits" in predict_cmd.FLAGS["complexity"].help
 
 
 def test_a_complexity_query_says_why_nominal_bits_are_unknown_and_boundaries_name_the_covariate(
@@ -157,8 +158,10 @@ def test_a_complexity_query_says_why_nominal_bits_are_unknown_and_boundaries_nam
 ):
     """Many moduli share one lookup_bits, so a --complexity query has no nominal bits: the line says
     so (it printed "nominal bits ?"), and each boundary names the covariate its bits are in."""
-    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
-    assert predict.main(["--posterior", "w", "--task", "modulo", "--complexity", "150", "--arch", "a0"]) == 0
+    monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
+    assert (
+        predict_cmd.main(["--posterior", "w", "--task", "modulo", "--complexity", "150", "--arch", "a0"]) == 0
+    )
     out = capsys.readouterr().out
     assert "?" not in out and "nominal bits not set by lookup_bits alone" in out
     bounds = [x.strip() for x in out.splitlines() if "boundary b*" in x]
@@ -167,14 +170,14 @@ def test_a_complexity_query_says_why_nominal_bits_are_unknown_and_boundaries_nam
 
 
 def test_headline_is_the_median_inside_its_intervals_and_the_mean_is_labelled(posterior, monkeypatch, capsys):
-    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
     args = ["--posterior", "w", "--task", "parity", "--level", "1", "3", "--arch", "a0"]
-    assert predict.main([*args, "--json"]) == 0
+    assert predict_cmd.main([*args, "--json"]) == 0
     points = json.loads(capsys.readouterr().out)[0]["points"]
     for pt in points:
         assert pt["p"] == pt["median"] and pt["lo50"] <= pt["p"] <= pt["hi50"]
         assert pt["lo90"] <= pt["lo50"] and pt["hi50"] <= pt["hi90"] and 0 <= pt["mean"] <= 1
-    assert predict.main(args) == 0
+    assert predict_cmd.main(args) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if "P(learned)" in x]
     assert len(lines) == 2
     for line, pt in zip(lines, points):
@@ -184,15 +187,15 @@ def test_headline_is_the_median_inside_its_intervals_and_the_mean_is_labelled(po
 
 def test_a_query_outside_the_fitted_range_warns_with_the_range(posterior, monkeypatch, capsys):
     """parity was fitted on k = 1, 3; k = 12 is allowed by the task but far outside the fit."""
-    monkeypatch.setattr(predict, "load_posterior", lambda _: posterior)
+    monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
     lo, hi = (math.log2(sum(math.comb(16, j) for j in range(k + 1))) for k in (1, 3))
     args = ["--posterior", "w", "--task", "parity", "--level", "2", "12", "--arch", "a0"]
-    assert predict.main([*args, "--json"]) == 0
+    assert predict_cmd.main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)[0]
     assert out["fitted_range"] == pytest.approx([lo, hi])
     inside, outside = out["points"]
     assert inside["extrapolation"] is None and f"{lo:.4g}-{hi:.4g} bits" in outside["extrapolation"]
-    assert predict.main(args) == 0
+    assert predict_cmd.main(args) == 0
     warnings = [x for x in capsys.readouterr().out.splitlines() if "WARNING: extrapolating" in x]
     assert len(warnings) == 1 and f"{lo:.4g}-{hi:.4g}" in warnings[0]
 
@@ -204,6 +207,6 @@ def test_a_missing_or_unreadable_posterior_is_one_line(tmp_path, capsys):
     ]:
         if target.name == "posterior.nc":
             target.write_text("not netCDF")
-        code = predict.main(["--posterior", str(target), "--task", "parity", "--level", "2"])
+        code = predict_cmd.main(["--posterior", str(target), "--task", "parity", "--level", "2"])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and message in err[0], err

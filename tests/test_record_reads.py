@@ -79,7 +79,7 @@ RECORDS = (
         scope=(
             "jaxcap.experiments.capacity",
             "jaxcap.results.capacity_summary",
-            "jaxcap.reports.device_page",
+            "studies.device_page",
         ),
         parts=("architectures", "curve", "exposure_curve", "annealed_curve", "flat"),
     ),

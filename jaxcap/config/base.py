@@ -141,7 +141,8 @@ def schema(config) -> dict:
             if config.get("experiment") == name or section in config:
                 if section == "study" and ("study" not in config or "search" not in config):
                     raise ConfigError(
-                        "config.study: missing; hpo configs add it with jaxcap.experiments.hpo.search_space.add_study"
+                        "config.study: missing; hpo configs add it with "
+                        "jaxcap.experiments.hpo.search_space.add_study"
                     )
                 out[section] = rules(resolve(owner))
                 if section == "study":

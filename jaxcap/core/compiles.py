@@ -5,7 +5,7 @@ Every jitted program JAX hands to the backend, whether XLA compiles it or the pe
 `/jax/core/compile/backend_compile_duration` event (jax.monitoring); a program reused from the
 in-memory cache fires none. So the events count distinct programs per process (what
 `JAX_LOG_COMPILES=1` lists), and their seconds are what compiling cost this time. Each run's
-phase line prints its bucket's count; `python -m jaxcap.count_compiles` prints a whole
+phase line prints its bucket's count; `python -m jaxcap.main.count_compiles` prints a whole
 command's as JSON; tests assert the count of a smoke run, so a change that compiles more
 programs fails a test rather than a timer.
 """

@@ -1,6 +1,6 @@
 """Score difficulty measures on a calibrate workdir: does one put the task families on one scale?
 
-    python -m jaxcap.meta.measure_scores runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
+    python -m jaxcap.main.measure_scores runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
 
 Per measure (jaxcap/meta/measures.py) the workdir's table.json takes that covariate and is fitted
 twice: the full NUTS fit (σ_θ, the spread of log θ over families, median and 90 % interval; each
@@ -12,20 +12,17 @@ jaxcap/meta/difficulty.py. NUTS here draws 1,000 + 1,000 x 4 chains (calibrate: 
 """
 
 from __future__ import annotations
-import dataclasses
+
 import json
 import sys
-import time
 from pathlib import Path
-import numpy as np
-from absl import flags
-from jaxcap.main import cli
-from jaxcap.meta import difficulty, fit, measures, validate
-from jaxcap.meta.data import Table, read_table
-from jaxcap.meta.model import saturate
-from jaxcap.meta.posterior import summarize
-from jaxcap.meta.measure_fits import markdown, score_measure, text
 
+from absl import flags
+
+from jaxcap.main import cli
+from jaxcap.meta import fit, measures
+from jaxcap.meta.data import read_table
+from jaxcap.meta.measure_fits import markdown, score_measure, text
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_list("measures", list(measures.MEASURES), "Measures to score.", flag_values=FLAGS)
@@ -41,7 +38,7 @@ flags.DEFINE_bool("markdown", False, "Print markdown tables.", flag_values=FLAGS
 
 def main(argv: list[str] | None = None) -> int:
     workdirs = cli.parse(
-        [cli.prog("meta.measure_scores"), *(sys.argv[1:] if argv is None else argv)],
+        [cli.prog("main.measure_scores"), *(sys.argv[1:] if argv is None else argv)],
         __doc__,
         FLAGS,
         positionals=True,

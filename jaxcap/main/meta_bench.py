@@ -1,7 +1,7 @@
-"""Benchmark of the meta-model's NUTS fit: `python -m jaxcap.meta.bench` prints JSON.
+"""Benchmark of the meta-model's NUTS fit: `python -m jaxcap.main.meta_bench` prints JSON.
 
-    python -m jaxcap.meta.bench                 # 2,000 simulated result rows, the default NUTS
-    python -m jaxcap.meta.bench --rows 500 --repeats 1
+    python -m jaxcap.main.meta_bench                 # 2,000 simulated result rows, the default NUTS
+    python -m jaxcap.main.meta_bench --rows 500 --repeats 1
 
 The table is simulated from known parameters (jaxcap/meta/simulate.py: 2 architectures, 5
 families, 4 seeds a cell, as many levels as make `--rows` rows) and fitted with the settings
@@ -36,7 +36,7 @@ flags.DEFINE_string("cache", "", "Persistent compilation cache directory ('' = o
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.parse([cli.prog("meta.bench"), *(sys.argv[1:] if argv is None else argv)], __doc__, FLAGS)
+    cli.parse([cli.prog("main.meta_bench"), *(sys.argv[1:] if argv is None else argv)], __doc__, FLAGS)
     args = FLAGS
     if args.rows < 2 * args.families * args.seeds:
         cli.usage_exit(

@@ -1,6 +1,6 @@
 """Score a fitted meta-model on a separate population run: levels it never saw, fresh seeds.
 
-    python -m jaxcap.meta.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
+    python -m jaxcap.main.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
 
 validate.py holds out cells of the calibrate table itself; a user asks about other levels,
 trained another day. Here a calibrate run's posterior predicts every cell of other population
@@ -11,18 +11,17 @@ Details: docs/design.md#jaxcapmetaout_of_gridpy.
 """
 
 from __future__ import annotations
+
 import json
 import sys
 from pathlib import Path
-import numpy as np
+
 from absl import flags
+
 from jaxcap.main import cli
 from jaxcap.meta import data as meta_data
-from jaxcap.meta.model import success_probability
-from jaxcap.meta.posterior import load_posterior
-from jaxcap.meta.scores import cell_record, scores
 from jaxcap.meta.out_of_grid_scores import METHODS, score_population
-
+from jaxcap.meta.posterior import load_posterior
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_string("posterior", None, "A calibrate workdir (posterior.nc, table.json).", flag_values=FLAGS)
@@ -34,7 +33,7 @@ flags.DEFINE_bool("json", False, "Print every score and cell as JSON.", flag_val
 
 def main(argv: list[str] | None = None) -> int:
     argv = cli.gather_lists(sys.argv[1:] if argv is None else argv, ("--workdirs",))
-    cli.parse([cli.prog("meta.out_of_grid"), *argv], __doc__, FLAGS)
+    cli.parse([cli.prog("main.out_of_grid"), *argv], __doc__, FLAGS)
     cli.required(FLAGS, "posterior", "workdirs", example="--posterior runs/calibrate --workdirs runs/x")
     try:
         posterior = load_posterior(FLAGS.posterior)

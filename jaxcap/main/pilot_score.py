@@ -1,6 +1,6 @@
 """Leave one family out WITH k pilots, on finished calibrate workdirs: prints JSON or markdown.
 
-    python -m jaxcap.meta.pilot_score runs/cal_s0 runs/cal_s1 runs/cal_s2 [--markdown] [--json] [--k 3]
+    python -m jaxcap.main.pilot_score runs/cal_s0 runs/cal_s1 runs/cal_s2 [--markdown] [--json] [--k 3]
 
 A new task family is predicted from a few pilot levels of it, chosen by expected information
 gain under the calibrated families' posterior (the Ψ method, Kontsevich & Tyler 1999; QUEST+,
@@ -26,9 +26,7 @@ from jaxcap.meta.data import read_table
 from jaxcap.meta.pilot_holdout import score_workdir
 from jaxcap.meta.pilot_lofo import PRIOR_NUTS, check_table
 from jaxcap.meta.pilot_report import boundary_table, brier_table, markdown
-from jaxcap.results.curves import write_atomic
 from jaxcap.results.store import clean
-
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_integer(
@@ -56,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     workdirs = [
         Path(w)
         for w in cli.parse(
-            [cli.prog("meta.pilot_score"), *(sys.argv[1:] if argv is None else argv)],
+            [cli.prog("main.pilot_score"), *(sys.argv[1:] if argv is None else argv)],
             __doc__,
             FLAGS,
             positionals=True,

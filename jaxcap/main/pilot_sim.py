@@ -1,6 +1,6 @@
 """Runs to a boundary: how many trained runs each pilot rule needs until b* is known within 2x.
 
-    python -m jaxcap.meta.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
+    python -m jaxcap.main.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
 
 On simulated families with a known b* (pilot_world.py), each rule of pilot_sequence.py
 (`design`, calibrate's `bisection_grid`, `design_after_grid`) trains pilots until the fit's 90 %
@@ -15,24 +15,19 @@ Bayesian adaptive design for binary responses: Chaloner & Verdinelli 1995, Stat.
 """
 
 from __future__ import annotations
+
 import json
 import sys
-import time
-import numpy as np
+
 from absl import flags
+
 from jaxcap.main import cli
-from jaxcap.meta.pilot import Particles, prior_particles
-from jaxcap.meta.pilot_sequence import PilotLog, make_rule
+from jaxcap.meta.pilot_simulation import SIM_RULES, markdown, simulate
 from jaxcap.meta.pilot_world import (
     PRIOR_MASS,
-    SimFamily,
-    candidate_levels,
-    simulate_families,
     synthetic_posterior,
 )
-from jaxcap.meta.posterior import Posterior, load_posterior
-from jaxcap.meta.pilot_simulation import SIM_RULES, markdown, simulate
-
+from jaxcap.meta.posterior import load_posterior
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_integer("families", 40, "Simulated families.", lower_bound=1, flag_values=FLAGS)
@@ -78,7 +73,7 @@ def _error(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    cli.parse([cli.prog("meta.pilot_sim"), *argv], __doc__, FLAGS)
+    cli.parse([cli.prog("main.pilot_sim"), *argv], __doc__, FLAGS)
     try:
         targets = tuple(float(t) for t in FLAGS.targets)
     except ValueError:

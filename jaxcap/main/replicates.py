@@ -1,6 +1,6 @@
 """Validation scores over independent calibrate runs: mean and range, so noise reads as noise.
 
-    python -m jaxcap.meta.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
+    python -m jaxcap.main.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
 
 One run's Brier or coverage mixes the meta-model's quality with the luck of its seeds, so the
 table reports, per split and method, the mean and [min, max] over runs with different data seeds
@@ -11,15 +11,15 @@ Details: docs/design.md#jaxcapmetareplicatespy.
 """
 
 from __future__ import annotations
+
 import json
 import sys
 from pathlib import Path
-import numpy as np
-from absl import flags
-from jaxcap.main import cli
-from jaxcap.meta.scores import coverage_interval
-from jaxcap.meta.replicate_tables import markdown, pooled_coverage, pooled_markdown, replicate_table
 
+from absl import flags
+
+from jaxcap.main import cli
+from jaxcap.meta.replicate_tables import markdown, pooled_coverage, pooled_markdown, replicate_table
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_bool("markdown", False, "A markdown table instead of JSON.", flag_values=FLAGS)
@@ -27,7 +27,7 @@ flags.DEFINE_bool("markdown", False, "A markdown table instead of JSON.", flag_v
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    workdirs = cli.parse([cli.prog("meta.replicates"), *argv], __doc__, FLAGS, positionals=True)
+    workdirs = cli.parse([cli.prog("main.replicates"), *argv], __doc__, FLAGS, positionals=True)
     if not workdirs:
         cli.usage_exit("workdirs: none given; allowed: calibrate workdirs (each with validation.json)")
     validations = []

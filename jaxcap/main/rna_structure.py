@@ -2,29 +2,22 @@
 
 Details: docs/design.md#jaxcapreportsrnapy.
 
-    python -m jaxcap.reports.rna --workdir runs/rna/...   # writes report/rna_structure.json
+    python -m jaxcap.main.rna_structure --workdir runs/rna/...   # writes report/rna_structure.json
 
 [1] Mathews 2019, "How to benchmark RNA secondary structure prediction accuracy", Methods 162.
 [2] Guo et al. 2017, "On Calibration of Modern Neural Networks", arXiv:1706.04599.
 """
 
 from __future__ import annotations
+
 import json
 import sys
-import jax
-import numpy as np
-from absl import flags
-from jaxcap.main import cli
-from jaxcap.config.base import build_plan, recorded_config
-from jaxcap.core.checkpoint import PopulationCheckpoints
-from jaxcap.core.population import stack
-from jaxcap.core.train import KEY_DATA, make_population
-from jaxcap.models.transformer import make_apply
-from jaxcap.results.store import Store, write_atomic
-from jaxcap.tasks.rna import fold as rna_fold
-from jaxcap.tasks.rna import task as rna
-from jaxcap.reports.rna import evaluate_workdir
 
+from absl import flags
+
+from jaxcap.main import cli
+from jaxcap.reports.rna import evaluate_workdir
+from jaxcap.results.store import Store, write_atomic
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_string("workdir", None, "A finished rna run's workdir.", flag_values=FLAGS)
@@ -32,7 +25,7 @@ flags.DEFINE_string("workdir", None, "A finished rna run's workdir.", flag_value
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    cli.parse([cli.prog("reports.rna"), *argv], __doc__, FLAGS)
+    cli.parse([cli.prog("main.rna_structure"), *argv], __doc__, FLAGS)
     cli.required(FLAGS, "workdir", example="--workdir runs/rna")
     args = FLAGS
     rows = evaluate_workdir(args.workdir)

@@ -1,6 +1,6 @@
 """Score a fitted meta-model on a separate population run: levels it never saw, fresh seeds.
 
-    python -m jaxcap.meta.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
+    python -m jaxcap.main.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
 
 validate.py holds out cells of the calibrate table itself; a user asks about other levels,
 trained another day. Here a calibrate run's posterior predicts every cell of other population
@@ -13,16 +13,11 @@ Details: docs/design.md#jaxcapmetaout_of_gridpy.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
-from absl import flags
 
-from jaxcap.main import cli
 from jaxcap.meta import data as meta_data
 from jaxcap.meta.model import success_probability
-from jaxcap.meta.posterior import load_posterior
 from jaxcap.meta.scores import cell_record, scores
 
 METHODS = ("meta_model", "base_rate", "family_rate")

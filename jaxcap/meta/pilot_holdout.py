@@ -191,9 +191,7 @@ def score_table(table: Table, folds: dict, k: int, seed: int = 0, repeat: int = 
 CACHE, OUTPUT = "pilot_folds.npz", "pilot_score.json"  # in each scored workdir
 
 
-def score_workdir(
-    workdir: Path, nuts: NutsSettings, k: int, seed: int, repeat: int, reference: str
-) -> dict:
+def score_workdir(workdir: Path, nuts: NutsSettings, k: int, seed: int, repeat: int, reference: str) -> dict:
     """One workdir's folds (cached) and scores, written to <workdir>/pilot_score.json."""
     table = read_table(workdir / "table.json")
     folds = family_folds(table, nuts, workdir / CACHE, reference)

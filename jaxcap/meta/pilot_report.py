@@ -1,7 +1,7 @@
 """Tables of pilot_score results: Brier per k and method, per family and mean, over workdirs.
 
 One workdir (one calibrate run) gives one number per cell; several (independent data seeds,
-`--config.seed=s`) give mean [min, max] over the runs that scored it, as jaxcap/meta/replicates.py
+`--config.seed=s`) give mean [min, max] over the runs that scored it, as jaxcap/meta/replicate_tables.py
 does, since one run's score mixes the method's quality with the luck of its seeds (Bouthillier et
 al. 2021, arXiv:2103.03098). The boundary table pools families over runs: how many bracketed
 families' empirical boundaries the fit's 90 % b* interval held, and its median width hi/lo.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxcap.meta.pilot_holdout import METHODS, PILOTS
-from jaxcap.meta.replicates import spread
+from jaxcap.meta.replicate_tables import spread
 
 
 def brier_table(results: list[dict], key: str = "brier") -> dict:

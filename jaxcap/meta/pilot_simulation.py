@@ -1,6 +1,6 @@
 """Runs to a boundary: how many trained runs each pilot rule needs until b* is known within 2x.
 
-    python -m jaxcap.meta.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
+    python -m jaxcap.main.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
 
 On simulated families with a known b* (pilot_world.py), each rule of pilot_sequence.py
 (`design`, calibrate's `bisection_grid`, `design_after_grid`) trains pilots until the fit's 90 %
@@ -16,14 +16,10 @@ Bayesian adaptive design for binary responses: Chaloner & Verdinelli 1995, Stat.
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 
 import numpy as np
-from absl import flags
 
-from jaxcap.main import cli
 from jaxcap.meta.pilot import Particles, prior_particles
 from jaxcap.meta.pilot_sequence import PilotLog, make_rule
 from jaxcap.meta.pilot_world import (
@@ -31,9 +27,8 @@ from jaxcap.meta.pilot_world import (
     SimFamily,
     candidate_levels,
     simulate_families,
-    synthetic_posterior,
 )
-from jaxcap.meta.posterior import Posterior, load_posterior
+from jaxcap.meta.posterior import Posterior
 
 SIM_RULES = ("design", "bisection_grid", "design_after_grid", "information_grid")
 BASELINE = "bisection_grid"

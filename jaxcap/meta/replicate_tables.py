@@ -1,6 +1,6 @@
 """Validation scores over independent calibrate runs: mean and range, so noise reads as noise.
 
-    python -m jaxcap.meta.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
+    python -m jaxcap.main.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
 
 One run's Brier or coverage mixes the meta-model's quality with the luck of its seeds, so the
 table reports, per split and method, the mean and [min, max] over runs with different data seeds
@@ -12,14 +12,8 @@ Details: docs/design.md#jaxcapmetareplicatespy.
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import numpy as np
-from absl import flags
 
-from jaxcap.main import cli
 from jaxcap.meta.scores import coverage_interval
 
 METRICS = ("brier", "auc", "pit_coverage90", "median_width90")

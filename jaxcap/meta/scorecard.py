@@ -233,7 +233,7 @@ def scorecard(valid: dict) -> list[str]:
         "",
         "A coverage's [interval] is its Jeffreys 90 % interval from the cells this run held out: one "
         "that holds 0.90 cannot tell a miss of the band from chance (`python -m "
-        "jaxcap.meta.replicates` pools the cells of several data seeds).",
+        "jaxcap.main.replicates` pools the cells of several data seeds).",
     ]
     for name, why in valid.get("refused", {}).items():
         out.append(f"\nRefused fold `{name}`: {why}.")

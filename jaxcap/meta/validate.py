@@ -36,7 +36,7 @@ class ValidationSettings:
 
     folds: int = setting(4, Int(0, 100))  # K of the levels design; 0 = no levels design
     # fold seeds of the levels design (0 is development: meta_splits.DEV_SEED); one by default:
-    # replicates come from independent data seeds (python -m jaxcap.meta.replicates)
+    # replicates come from independent data seeds (python -m jaxcap.main.replicates)
     seeds: tuple[int, ...] = setting((1,), TupleOf(Int(1)))
     designs: tuple[str, ...] = setting(DESIGNS, TupleOf(Choice(DESIGNS)))
     development: bool = setting(False, Bool())  # score the development split (fold seed 0) only

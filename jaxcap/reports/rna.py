@@ -2,7 +2,7 @@
 
 Details: docs/design.md#jaxcapreportsrnapy.
 
-    python -m jaxcap.reports.rna --workdir runs/rna/...   # writes report/rna_structure.json
+    python -m jaxcap.main.rna_structure --workdir runs/rna/...   # writes report/rna_structure.json
 
 [1] Mathews 2019, "How to benchmark RNA secondary structure prediction accuracy", Methods 162.
 [2] Guo et al. 2017, "On Calibration of Modern Neural Networks", arXiv:1706.04599.
@@ -11,19 +11,16 @@ Details: docs/design.md#jaxcapreportsrnapy.
 from __future__ import annotations
 
 import json
-import sys
 
 import jax
 import numpy as np
-from absl import flags
 
-from jaxcap.main import cli
 from jaxcap.config.base import build_plan, recorded_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
 from jaxcap.core.train import KEY_DATA, make_population
 from jaxcap.models.transformer import make_apply
-from jaxcap.results.store import Store, write_atomic
+from jaxcap.results.store import Store
 from jaxcap.tasks.rna import fold as rna_fold
 from jaxcap.tasks.rna import task as rna
 

@@ -42,7 +42,7 @@ def then_die(self, *a, **k):
         os._exit(137)  # as SIGKILL: nothing flushed, nothing told
 setattr(store.Store, {method!r}, then_die)
 from absl import app
-from jaxcap import launch
+from jaxcap.main import launch
 sys.argv = ["launch", *sys.argv[1:]]
 app.run(launch.main, flags_parser=launch._parse)
 """

@@ -16,12 +16,14 @@ from helpers import launch as launch_cmd
 
 from jaxcap.config.base import load_config, validate
 from jaxcap.core.train import TrainSettings, unit_schedule
-from jaxcap.experiments.capacity import ablation, plain, recipe
+from jaxcap.experiments.capacity import recipe
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
 from jaxcap.results.records import CapacityRow
+from studies import capacity_ablation as ablation
+from studies import plain_reference as plain
 
 
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
@@ -84,7 +86,7 @@ def test_ablation_launch_flags_spell_the_rows_config():
     script = (
         "import json, sys\n"
         "from absl import flags\n"
-        "from jaxcap import launch\n"
+        "from jaxcap.main import launch\n"
         "launch._parse(sys.argv)\n"
         "print(json.dumps(flags.FLAGS.config.to_dict()))\n"
     )

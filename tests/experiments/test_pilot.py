@@ -28,7 +28,7 @@ def append_then_die(*args, **kwargs):
     os._exit(137)
 rounds.append_round = append_then_die
 from absl import app
-from jaxcap import launch
+from jaxcap.main import launch
 sys.argv = ["launch", *sys.argv[1:]]
 app.run(launch.main, flags_parser=launch._parse)
 """

@@ -5,8 +5,8 @@ import optuna
 import pytest
 
 from jaxcap.config.base import base_config, validate
-from jaxcap.experiments.hpo.search_space import add_study, baseline_params, parse_space, suggest
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo.search_space import add_study, baseline_params, parse_space, suggest
 from jaxcap.fields import ConfigError
 
 

@@ -17,10 +17,10 @@ from helpers import objective as _objective
 from optuna.trial import TrialState
 
 from jaxcap.config.base import base_config, build_plan, checked_plan, validate
-from jaxcap.experiments.hpo.search_space import add_study
 from jaxcap.core.population import HPARAM_NAMES, stack
 from jaxcap.experiments.hpo import rounds, sweep
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo.search_space import add_study
 from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store
 
@@ -262,8 +262,8 @@ def straight_sweep(tmp_path_factory):
 
 
 def _sweep_phases():
-    from jaxcap.experiments.hpo import search_space
     from jaxcap.core import checkpoint
+    from jaxcap.experiments.hpo import search_space
 
     return {
         "budget queued": (study_lib, "open_studies", 1),

@@ -71,7 +71,7 @@ def test_workers_share_studies_on_postgresql(tmp_path, postgres):
 
 
 def test_create_studies_refuses_a_config_without_a_study(tmp_path):
-    from jaxcap import launch
+    from jaxcap.main import launch
 
     config = load_config(str(ROOT / "configs" / "modmod.py:smoke"))
     with pytest.raises(ConfigError, match="--create_studies: a 'population' config has no Optuna study"):
@@ -90,7 +90,7 @@ def _section(config, key: str):
 def test_launch_script_parses_documents_itself_and_uses_existing_flags(script):
     from absl import flags
 
-    from jaxcap import launch  # noqa: F401  (defines the --workdir and --create_studies flags)
+    from jaxcap.main import launch  # noqa: F401  (defines the --workdir and --create_studies flags)
 
     checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcap.meta import measure_scores, measures
+from jaxcap.main import measure_scores
+from jaxcap.meta import measures
 from jaxcap.meta.data import build_table, save_table
 from jaxcap.meta.simulate import Truth, simulate_rows
 from jaxcap.tasks.parity import secret_ranks

@@ -1,4 +1,4 @@
-"""jaxcap.meta.bench: prints one JSON object with the fit's seconds and diagnostics (a benchmark
+"""jaxcap.main.meta_bench: prints one JSON object with the fit's seconds and diagnostics (a benchmark
 command, not a timed test), and benchmarks the NUTS settings calibrate uses by default."""
 
 import dataclasses
@@ -8,7 +8,7 @@ import pytest
 from helpers import ROOT, meta_nuts
 
 from jaxcap.config.base import load_config
-from jaxcap.meta import bench as meta_bench
+from jaxcap.main import meta_bench
 from jaxcap.meta import fit as meta_fit
 
 

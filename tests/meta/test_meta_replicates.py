@@ -1,4 +1,4 @@
-"""jaxcap.meta.replicates: mean and range of validation scores over independent calibrate runs;
+"""jaxcap.main.replicates: mean and range of validation scores over independent calibrate runs;
 a split one run did not score counts fewer runs, never a zero; a missing validation.json is a
 one-line error."""
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from jaxcap.meta import replicates
+from jaxcap.main import replicates
+from jaxcap.meta import replicate_tables
 
 
 def _valid(brier: float, with_families: bool) -> dict:
@@ -18,12 +19,12 @@ def _valid(brier: float, with_families: bool) -> dict:
 
 
 def test_mean_and_range_over_runs():
-    table = replicates.replicate_table([_valid(0.05, True), _valid(0.09, False), _valid(0.07, True)])
+    table = replicate_tables.replicate_table([_valid(0.05, True), _valid(0.09, False), _valid(0.07, True)])
     b = table["levels"]["meta_model"]["brier"]
     assert b == pytest.approx({"mean": 0.07, "min": 0.05, "max": 0.09, "runs": 3})
     assert table["families"]["meta_model"]["brier"]["runs"] == 2  # refused in one run: not a zero
     assert "auc" not in table["levels"]["base_rate"]  # undefined AUC is left out, not averaged
-    lines = replicates.markdown(table, "3 seeds")
+    lines = replicate_tables.markdown(table, "3 seeds")
     assert any(x.startswith("| levels | meta_model | 3 | 0.070 [0.050, 0.090]") for x in lines)
 
 
@@ -48,11 +49,11 @@ def test_coverage_pooled_over_runs_with_an_interval():
         {"scores": {"levels": {"n_cells": 20, "meta_model": {"pit_coverage90": 0.5}}}},
         {"scores": {"levels": {"meta_model": {"pit_coverage90": 1.0}}}},
     ]
-    c = replicates.pooled_coverage(runs)["levels"]
+    c = replicate_tables.pooled_coverage(runs)["levels"]
     assert (c["covered"], c["cells"]) == (19, 30) and c["rate"] == pytest.approx(19 / 30)
     assert c["lo"] < 19 / 30 < c["hi"] < 0.9
-    lines = replicates.pooled_markdown({"levels": c})
+    lines = replicate_tables.pooled_markdown({"levels": c})
     assert any("| levels | 30 | 19 | 0.63 [" in x and x.endswith("| no |") for x in lines)
     one = {"scores": {"b": {"n_cells": 4, "meta_model": {"pit_coverage90": 1.0}}}}
-    small = replicates.pooled_coverage([one])["b"]
+    small = replicate_tables.pooled_coverage([one])["b"]
     assert small["lo"] < 0.9 < small["hi"]

@@ -19,7 +19,7 @@ from helpers import meta_nuts
 from numpyro import handlers
 from scipy.stats import betabinom
 
-from jaxcap import predict
+from jaxcap.meta import arch_query, prediction
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import model as metamodel
@@ -200,43 +200,43 @@ def test_posterior_round_trips_and_arviz_reads_it(fitted):
 
 def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):
     posterior, _ = fitted
-    arch0 = predict.resolve_arch(posterior, "a0")[0]
+    arch0 = arch_query.resolve_arch(posterior, "a0")[0]
     bits = list(np.geomspace(1, 100, 9))
-    points = predict.resolve_levels(posterior, "sim0", [], bits)
-    p = [pt["p"] for pt in predict.predict(posterior, "sim0", points, arch0)["points"]]
+    points = prediction.resolve_levels(posterior, "sim0", [], bits)
+    p = [pt["p"] for pt in prediction.predict(posterior, "sim0", points, arch0)["points"]]
     assert all(x > y for x, y in zip(p, p[1:])) and p[0] > 0.95 and p[-1] < 0.05
-    arch1 = predict.resolve_arch(posterior, "a1")[0]  # C_a1 = 2 C_a0 in the truth
-    bigger = predict.predict(posterior, "sim0", points, arch1)["points"]
+    arch1 = arch_query.resolve_arch(posterior, "a1")[0]  # C_a1 = 2 C_a0 in the truth
+    bigger = prediction.predict(posterior, "sim0", points, arch1)["points"]
     assert all(b["p"] >= a for a, b in zip(p, bigger))
     # a fitted level's complexity is that level: its fitted effect, a narrower interval
     lv = next(i for i, x in enumerate(posterior.meta.levels) if x.family == 1)
-    seen = predict.resolve_levels(posterior, "sim1", [], [posterior.meta.levels[lv].bits])
+    seen = prediction.resolve_levels(posterior, "sim1", [], [posterior.meta.levels[lv].bits])
     assert seen[0]["level"] == lv
     new = [{**seen[0], "level": None}]
     width = lambda r: r["points"][0]["hi90"] - r["points"][0]["lo90"]  # noqa: E731
-    assert width(predict.predict(posterior, "sim1", seen, arch0)) < width(
-        predict.predict(posterior, "sim1", new, arch0)
+    assert width(prediction.predict(posterior, "sim1", seen, arch0)) < width(
+        prediction.predict(posterior, "sim1", new, arch0)
     )
     # a new architecture goes through the covariate regression (and is labelled so)
     spec = "d_model=128,d_head=32,d_ff=256"
-    new_arch = predict.resolve_arch(posterior, spec)[0]
+    new_arch = arch_query.resolve_arch(posterior, spec)[0]
     assert new_arch["index"] is None and "covariate regression" in new_arch["label"]
-    out = predict.predict(posterior, "sim0", points[:1], new_arch)
+    out = prediction.predict(posterior, "sim0", points[:1], new_arch)
     assert set(out["boundaries"]) == {"sim0", "sim1", "sim2", "sim3"}
 
 
 def test_out_of_grid_population_beats_the_base_rate(simulated, fitted):
     """A separate population from the same truth at levels between the fitted ones, new seeds:
     the posterior predicts it better than the calibrate table's base rate and family rates."""
-    from jaxcap.meta import out_of_grid
+    from jaxcap.meta import out_of_grid_scores
 
     truth, table, _ = simulated
     between = tuple(tuple(float(np.sqrt(a * b)) for a, b in zip(bits, bits[1:])) for bits in truth.bits)
     rows, _ = meta_simulate.simulate_rows(
         dataclasses.replace(truth, bits=between), seeds=3, rng=np.random.default_rng(7)
     )
-    result = out_of_grid.score_population(fitted[0], table, meta_data.build_table(rows))
+    result = out_of_grid_scores.score_population(fitted[0], table, meta_data.build_table(rows))
     assert result["levels_also_fitted"] == 0 and result["n_cells"] == 2 * 4 * 5
-    brier = {m: result[m]["brier"] for m in out_of_grid.METHODS}
+    brier = {m: result[m]["brier"] for m in out_of_grid_scores.METHODS}
     assert brier["meta_model"] < min(brier["base_rate"], brier["family_rate"]), brier
     assert 0.6 <= result["meta_model"]["pit_coverage90"] <= 1.0

@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from jaxcap.main import pilot_score
 from jaxcap.meta import baselines as meta_baselines
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
-from jaxcap.meta import pilot_holdout, pilot_lofo, pilot_report, pilot_score
+from jaxcap.meta import pilot_holdout, pilot_lofo, pilot_report
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta.model import success_probability
 from jaxcap.meta.pilot_world import synthetic_posterior
@@ -187,15 +188,15 @@ def test_command_fits_once_then_reads_the_cache(tmp_path, capsys):
     argv = [str(tmp_path), "--k", "2", "--warmup", "30", "--samples", "30", "--chains", "1", "--repeat", "1"]
     assert pilot_score.main([*argv, "--json"]) == 0
     first = json.loads(capsys.readouterr().out)["runs"][0]
-    assert not first["cached"] and (tmp_path / pilot_score.CACHE).exists()
+    assert not first["cached"] and (tmp_path / pilot_holdout.CACHE).exists()
     assert set(first["families"]) == {f"sim{f}" for f in range(5)}
-    assert json.loads((tmp_path / pilot_score.OUTPUT).read_text())["families"] == first["families"]
+    assert json.loads((tmp_path / pilot_holdout.OUTPUT).read_text())["families"] == first["families"]
     assert pilot_score.main(argv) == 0  # markdown, from the cache
     assert "| 2 | meta_model+design |" in capsys.readouterr().out
-    second = json.loads((tmp_path / pilot_score.OUTPUT).read_text())
+    second = json.loads((tmp_path / pilot_holdout.OUTPUT).read_text())
     assert second["cached"] and second["families"] == first["families"]
     # another NUTS setting is another fit: the cache is not reused for it
-    table, cache = meta_data.read_table(tmp_path / "table.json"), tmp_path / pilot_score.CACHE
+    table, cache = meta_data.read_table(tmp_path / "table.json"), tmp_path / pilot_holdout.CACHE
     nuts = meta_fit.NutsSettings(warmup=30, samples=30, chains=1)
     assert pilot_lofo._read_cache(cache, pilot_lofo._stamp(table, nuts, "random_labels")) is not None
     other = dataclasses.replace(nuts, seed=1)

@@ -5,7 +5,8 @@ often as they claim (simulation-based calibration)."""
 import numpy as np
 import pytest
 
-from jaxcap.meta import pilot, pilot_sim, pilot_world
+from jaxcap.main import pilot_sim
+from jaxcap.meta import pilot, pilot_simulation, pilot_world
 
 
 @pytest.fixture(scope="module")
@@ -13,7 +14,7 @@ def small():
     """Five families, every rule, a small budget."""
     post = pilot_world.synthetic_posterior(1000, seed=3)
     run = dict(families=5, seed=0, repeat=1, levels=12, targets=(4.0, 3.0), cap=16, design_particles=200)
-    return post, run, pilot_sim.simulate(post, **run)
+    return post, run, pilot_simulation.simulate(post, **run)
 
 
 def test_simulated_levels_follow_the_true_curve():
@@ -44,10 +45,10 @@ def test_simulated_levels_follow_the_true_curve():
 def test_simulation_runs_is_deterministic_and_the_design_brackets_the_truth(small):
     post, run, result = small
     fams = result["families"]
-    assert set(fams) == set(pilot_sim.SIM_RULES) and all(len(v) == 5 for v in fams.values())
-    again = pilot_sim.simulate(post, **{**run, "families": 5}, rules=("design",))
+    assert set(fams) == set(pilot_simulation.SIM_RULES) and all(len(v) == 5 for v in fams.values())
+    again = pilot_simulation.simulate(post, **{**run, "families": 5}, rules=("design",))
     assert again["families"]["design"] == fams["design"]
-    other = pilot_sim.simulate(post, **{**run, "seed": 1}, rules=("design",))
+    other = pilot_simulation.simulate(post, **{**run, "seed": 1}, rules=("design",))
     assert other["families"]["design"] != fams["design"]
     for rec in fams["bisection_grid"]:  # the grid pass first: 4 levels x 4 seeds
         assert rec["trajectory"][1][0] == 16
@@ -67,7 +68,7 @@ def test_summary_censors_at_the_cap_and_compares_with_the_grid():
         rec([[0, 1, 100], [16, 6, 15], [20, 9, 12]], stop="nothing_left"),
         rec([[0, 1, 100], [16, 1, 50]]),
     ]
-    out = pilot_sim.summarize({"design": design, "bisection_grid": grid}, (3.0, 2.0), cap=40)
+    out = pilot_simulation.summarize({"design": design, "bisection_grid": grid}, (3.0, 2.0), cap=40)
     assert out["stops"] == {"design": {"cap": 2}, "bisection_grid": {"cap": 1, "nothing_left": 1}}
     t3 = out["targets"]["3.0"]
     assert t3["design"] == {
@@ -91,7 +92,7 @@ def test_pilot_fit_intervals_of_log_theta_hold_the_truth():
     fams = pilot_world.simulate_families(pilot.prior_particles(post, 0, seed=1, repeat=1), 40, cands, seed=2)
     covered = []
     for j, fam in enumerate(fams):
-        rec, log = pilot_sim.run_rule(fam, parts, "design", 1.0, 10**6, 3, 300, seed=j)
+        rec, log = pilot_simulation.run_rule(fam, parts, "design", 1.0, 10**6, 3, 300, seed=j)
         assert rec["levels"] == 3 and rec["stop"] == "cap"
         lo, hi = pilot.weighted_quantile(parts.log_theta, log.fit().weights, [0.05, 0.95])
         covered.append(lo <= fam.truth.log_theta[0] <= hi)

@@ -15,8 +15,8 @@ import itertools
 import ml_collections
 
 from jaxcap.config.plan import parse_overrides
-from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.experiments.calibrate import config as calibrate_config
+from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.fields import ConfigError
 from jaxcap.models.config import MODEL_FIELDS
 

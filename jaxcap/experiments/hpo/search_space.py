@@ -14,8 +14,8 @@ from typing import Any
 
 import ml_collections
 
-from jaxcap.experiments.hpo.storage import check_storage_location, check_url, storage_ok
 from jaxcap.core.population import HPARAM_NAMES
+from jaxcap.experiments.hpo.storage import check_storage_location, check_url, storage_ok
 from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, Str, defaults, setting
 from jaxcap.models.config import MODEL_FIELDS
 

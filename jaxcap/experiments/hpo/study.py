@@ -26,10 +26,16 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from jaxcap.config.base import schema
 from jaxcap.config.plan import Plan
-from jaxcap.experiments.hpo.search_space import Param, StudySettings, baseline_params, check_search, parse_space
-from jaxcap.experiments.hpo.storage import storage_file
 from jaxcap.core.train import TrainSettings
 from jaxcap.experiments.hpo import fingerprint
+from jaxcap.experiments.hpo.search_space import (
+    Param,
+    StudySettings,
+    baseline_params,
+    check_search,
+    parse_space,
+)
+from jaxcap.experiments.hpo.storage import storage_file
 from jaxcap.fields import ConfigError, from_section
 
 

@@ -22,11 +22,11 @@ import optuna
 
 from jaxcap.config import plan as plan_lib
 from jaxcap.config.plan import Bucket
-from jaxcap.experiments.hpo.search_space import suggest
 from jaxcap.core.population import Member
 from jaxcap.experiments.hpo import claims, holdings, rounds, telling
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.experiments.hpo.level_table import HpoLevel
+from jaxcap.experiments.hpo.search_space import suggest
 from jaxcap.experiments.hpo.telling import Slot
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket

@@ -1,6 +1,6 @@
-"""Predicted accelerator time of each part of the device study (launch/device_study.sh).
+"""Predicted accelerator time of each part of the device study (studies/device_study.sh).
 
-    python -m jaxcap.benchmarks.device_time SPEC.json > predicted.json
+    python -m studies.device_time SPEC.json > predicted.json
 
 SPEC.json names each part's command as the script runs it: {"speed": {"runs": [[model, dtype],
 ...], "P": 256, "batch": 512, "steps": 100, "repeats": 3, "trials": 2}, "grokking": [config
@@ -10,7 +10,7 @@ programs compiled); a run's seconds are its programs' compiles plus its steps at
 plus matmul bytes over a bandwidth, with the constants refitted to the device study's measured
 rates (docs/benchmarks.md).
 
-Details: docs/design.md#jaxcapbenchmarksdevice_timepy.
+Details: docs/design.md#studiesdevice_timepy.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def predict(spec: dict) -> dict:
 
 def main(argv: list[str]) -> None:
     if len(argv) != 2:
-        sys.exit("usage: python -m jaxcap.benchmarks.device_time SPEC.json")
+        sys.exit("usage: python -m studies.device_time SPEC.json")
     try:
         spec = json.loads(Path(argv[1]).read_text())
     except (OSError, json.JSONDecodeError) as e:

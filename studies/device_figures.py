@@ -1,4 +1,4 @@
-"""The device study page's figures (jaxcap.reports.device_page): one per part.
+"""The device study page's figures (studies.device_page): one per part.
 
 Speed: measured model-steps/s against the issue's target and the cost model's prediction (a run
 stopped by its timeout is marked on its empty bar); grokking: median val accuracy per operation

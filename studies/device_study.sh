@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The seed's study at full scale on one accelerator, in two device commands.
 #
-#   1. here (CPU machine, network), once:  bash launch/device_study.sh wheels
+#   1. here (CPU machine, network), once:  bash studies/device_study.sh wheels
 #      downloads what the device image lacks (ml-collections, optuna and its needs, arviz and its
 #      needs, numpyro 0.22: the image has 0.21) into .whl/, which .git/info/exclude ignores;
 #   2. device, two calls on the same warm machine (the parts of `one` leave their results in
 #      /tmp/device_study, which `two` reads; every part has its own timeout):
-#        run(command="COMMIT=<hash> bash launch/device_study.sh one", carry=[".whl"], timeout_s=430)
-#        run(command="COMMIT=<hash> bash launch/device_study.sh two", carry=[".whl"], timeout_s=520)
+#        run(command="COMMIT=<hash> bash studies/device_study.sh one", carry=[".whl"], timeout_s=430)
+#        run(command="COMMIT=<hash> bash studies/device_study.sh two", carry=[".whl"], timeout_s=520)
 #      (`one`: speed, grokking; `two`: capacity, calibrate, the page; docs/results/README.md has
 #      each part's predicted and measured time; `capacity` or `calibrate` runs that part alone,
 #      then the page). `two` writes the results page into $OUT:
 #      <date>-<device>.md, .json and one figure per part (copy them into docs/results/). `all`
 #      runs both in one command. A session whose device time does not cover both runs the parts
 #      the latest page lacks (docs/results/README.md lists the pages); the page marks the others "not run".
-#   3. SMALL=1 bash launch/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
+#   3. SMALL=1 bash studies/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
 #      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; its
 #      time in the test suite: docs/tests.md; each part's timeout is wall time). Its page is labelled and goes to $OUT (default /tmp/device_study_out),
 #      never into docs/results/.
@@ -23,7 +23,7 @@
 # the seed baseline P = 256 in bfloat16), grokking (configs/grokking.py:full), capacity (two
 # architectures larger than the CPU ones), calibrate (configs/calibrate.py:device: the seed
 # baseline on three families, reduced levels). Each part's predicted time
-# (jaxcap.benchmarks.device_time, refitted to the first H100 run) is printed beside its
+# (studies.device_time, refitted to the first H100 run) is printed beside its
 # measured wall time; each part's stderr is kept in $STUDY/NAME.log, so a part stopped by its
 # timeout still shows on the page what it had finished.
 # Needs: a CUDA jax with flax/optax/numpyro/orbax/tensorstore (the device image) and .whl/ from
@@ -95,7 +95,7 @@ step() {  # step NAME TIMEOUT COMMAND...: stdout to $STUDY/NAME.out, stderr to N
   cat "$STUDY/$name.out" >> "$LOG"
   printf '%-10s %5s s measured (rc %s), %s s predicted\n' "$name" $((SECONDS - start)) "$rc" "$(predicted "$name")"
 }
-predicted() {  # predicted PART: the cost model's seconds for it (jaxcap.benchmarks.device_time)
+predicted() {  # predicted PART: the cost model's seconds for it (studies.device_time)
   "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['parts'].get(sys.argv[2],{}).get('predicted_s','-'))" \
     "$STUDY/predicted.json" "$1" 2> /dev/null || echo -
 }
@@ -103,7 +103,7 @@ launch() {  # launch NAME ARGS...: one experiment into $STUDY/NAME
   step "$1" "$2" "$PY" -m jaxcap.launch --config "$3" "${@:4}" --workdir "$STUDY/$1" --config.runtime.progress=False
 }
 
-# the parts' sizes, for the predictions (jaxcap.benchmarks.device_time)
+# the parts' sizes, for the predictions (studies.device_time)
 "$PY" - "$STUDY/spec.json" "$SPEED" "${GROK[@]}" --- "${CAP[@]}" --- "${CAL[@]}" << 'SPEC'
 import json, sys
 path, speed, *rest = sys.argv[1:]
@@ -113,9 +113,9 @@ spec = {"speed": json.loads(speed), "grokking": grok, "capacity": cap, "calibrat
 json.dump(spec, open(path, "w"), indent=1)
 SPEC
 if [ "$PART" = predict ]; then  # here, once per change of sizes: the committed predictions
-  PREDICTED=launch/device_study_predicted.json
+  PREDICTED=studies/device_study_predicted.json
   [ "$SMALL" = 1 ] && PREDICTED=$STUDY/predicted.json
-  "$PY" -m jaxcap.benchmarks.device_time "$STUDY/spec.json" > "$PREDICTED" || exit
+  "$PY" -m studies.device_time "$STUDY/spec.json" > "$PREDICTED" || exit
   "$PY" -c "import json,sys; print({k: v['predicted_s'] for k, v in json.load(sys.stdin)['parts'].items()})" < "$PREDICTED"
   exit
 fi
@@ -127,10 +127,10 @@ echo "${COMMIT:-$(git rev-parse HEAD 2> /dev/null || echo unknown)}" > "$STUDY/c
 "$PY" -c "import jax, flax, optax, numpyro; print(f'jax {jax.__version__}, flax {flax.__version__}, optax {optax.__version__}, numpyro {numpyro.__version__}')" \
   > "$STUDY/versions.txt" 2> /dev/null
 # predictions of the accelerator time (SMALL=1: of the tiny sizes), before anything runs
-if [ "$SMALL" != 1 ] && [ -f launch/device_study_predicted.json ]; then
-  cp launch/device_study_predicted.json "$STUDY/predicted.json"
+if [ "$SMALL" != 1 ] && [ -f studies/device_study_predicted.json ]; then
+  cp studies/device_study_predicted.json "$STUDY/predicted.json"
 elif [ ! -f "$STUDY/predicted.json" ]; then  # `two` after `one` on the same machine: already there
-  step predict 300 "$PY" -m jaxcap.benchmarks.device_time "$STUDY/spec.json"
+  step predict 300 "$PY" -m studies.device_time "$STUDY/spec.json"
   cp "$STUDY/predict.out" "$STUDY/predicted.json"
 fi
 if [ "$PART" = one ] || [ "$PART" = all ]; then
@@ -157,5 +157,5 @@ fi
 case $PART in two | all | capacity) launch capacity "$T_CAP" "${CAP[@]}" ;; esac
 case $PART in two | all | calibrate) launch calibrate "$T_CAL" "${CAL[@]}" ;; esac
 if [ "$PART" != one ]; then
-  "$PY" -m jaxcap.reports.device_page "$STUDY" "$OUT" --small "$SMALL" | tee -a "$LOG"
+  "$PY" -m studies.device_page "$STUDY" "$OUT" --small "$SMALL" | tee -a "$LOG"
 fi

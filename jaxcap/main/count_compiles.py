@@ -1,7 +1,7 @@
 """How many XLA programs a command compiles, and what they cost: one JSON document.
 
-    python -m jaxcap.count_compiles --config configs/capacity.py:smoke --workdir /tmp/cap
-    python -m jaxcap.count_compiles --cache /tmp/cold --config configs/calibrate.py:smoke ...
+    python -m jaxcap.main.count_compiles --config configs/capacity.py:smoke --workdir /tmp/cap
+    python -m jaxcap.main.count_compiles --cache /tmp/cold --config configs/calibrate.py:smoke ...
 
 Runs `python -m jaxcap.launch` with the given arguments in this process, counting every program
 handed to XLA (compiled, or read from the persistent cache: jaxcap/core/compiles.py), and prints
@@ -23,15 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--cache"]:
         if len(argv) < 2:
-            print("jaxcap.count_compiles: --cache needs a directory", file=sys.stderr)
+            print("jaxcap.main.count_compiles: --cache needs a directory", file=sys.stderr)
             return 2
         os.environ["JAXCAP_CACHE"] = argv[1]
         argv = argv[2:]
     if not any(a == "--config" or a.startswith("--config=") for a in argv):
-        print("jaxcap.count_compiles: usage: [--cache DIR] --config CONFIG [launch flags]", file=sys.stderr)
+        usage = "usage: [--cache DIR] --config CONFIG [launch flags]"
+        print(f"jaxcap.main.count_compiles: {usage}", file=sys.stderr)
         return 2
-    from jaxcap import launch  # after JAXCAP_CACHE is set: the launch reads it
     from jaxcap.core import compiles
+    from jaxcap.main import launch  # after JAXCAP_CACHE is set: the launch reads it
 
     start, cpu = time.perf_counter(), time.process_time()
     code = 0

@@ -1,9 +1,9 @@
 """A plain, independent implementation of the capacity protocol: the check on jaxcap's number.
 
-Details: docs/design.md#jaxcapexperimentscapacityplainpy.
+Details: docs/design.md#studiesplain_referencepy.
 
-    python -m jaxcap.experiments.capacity.plain --exposures 1000            # constant lr
-    python -m jaxcap.experiments.capacity.plain --exposures 1000 --decay    # decayed to 0
+    python -m studies.plain_reference --exposures 1000            # constant lr
+    python -m studies.plain_reference --exposures 1000 --decay    # decayed to 0
 
 [1] Radford et al. 2019, "Language Models are Unsupervised Multitask Learners" (GPT-2).
 [2] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.

@@ -1,6 +1,6 @@
-"""The device study's results page (launch/device_study.sh): Markdown, JSON and a figure per part.
+"""The device study's results page (studies/device_study.sh): Markdown, JSON and a figure per part.
 
-    python -m jaxcap.reports.device_page STUDY_DIR OUT_DIR [--small 1]
+    python -m studies.device_page STUDY_DIR OUT_DIR [--small 1]
 
 STUDY_DIR is what the script left: gpu.txt, commit.txt, predicted.json, each step's stdout
 (NAME.out) and {rc, wall_s, timeout_s} (NAME.rc), the workdirs grokking/, capacity/ and
@@ -18,10 +18,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from jaxcap.reports.device_figures import figure
 from jaxcap.results.capacity_summary import CapacityReport
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import clean, read_jsonl
+from studies.device_figures import figure
 
 TARGETS = {("grok", "bfloat16"): 30_000, ("grok", "float32"): 20_000, ("baseline", "bfloat16"): 12_000}
 PARTS = ("speed", "grokking", "capacity", "calibrate")
@@ -173,7 +173,7 @@ def markdown(page: dict) -> str:
             "",
         ]
     lines += [
-        f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `launch/device_study.sh` "
+        f"Machine: {m['machine']}; commit `{m['commit']}`; jax {m['jax']}; `studies/device_study.sh` "
         '(docs/benchmarks.md, "The device study").',
         "",
         "| part | predicted (s) | measured wall (s) | timeout (s) | outcome |",
@@ -298,7 +298,7 @@ def main(argv: list[str]) -> None:
     small = "--small" in args and args[args.index("--small") + 1] == "1"
     paths = [a for a in args if not a.startswith("--") and a not in ("0", "1")]
     if len(paths) != 2 or not Path(paths[0]).is_dir():
-        sys.exit("usage: python -m jaxcap.reports.device_page STUDY_DIR OUT_DIR [--small 1]")
+        sys.exit("usage: python -m studies.device_page STUDY_DIR OUT_DIR [--small 1]")
     page = write(Path(paths[0]), Path(paths[1]), small)
     print(f"wrote {page} (+ .json and the figures)")
     print(page.read_text())

@@ -1,13 +1,13 @@
 """Why jaxcap stored less: the recipe ablation on the plain-reference case, one change at a time.
 
-    python -m jaxcap.experiments.capacity.ablation --workdir runs/capacity_ablation  # docs/capacity.md
-    python -m jaxcap.experiments.capacity.ablation --workdir D --seeds 1 --rows baseline,positions
+    python -m studies.capacity_ablation --workdir runs/capacity_ablation  # docs/capacity.md
+    python -m studies.capacity_ablation --workdir D --seeds 1 --rows baseline,positions
 
-The case is `jaxcap.experiments.capacity.plain`'s (1 layer, d_model 16, 255 random sequences);
+The case is `studies.plain_reference`'s (1 layer, d_model 16, 255 random sequences);
 `baseline` is jaxcap's recipe before the recipe search, and every other row changes one thing.
 Each row is a capacity run in its own sub-workdir, so an interrupted ablation resumes.
 
-Details: docs/design.md#jaxcapexperimentscapacityablationpy.
+Details: docs/design.md#studiescapacity_ablationpy.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from absl import flags as absl_flags  # `flags` below builds launch flags
 
 from jaxcap.main import cli
 
-ROOT = Path(__file__).resolve().parents[3]  # the checkout: configs/ lives beside the package
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: configs/ lives beside studies/
 CASE = {
     "sweep.buckets": ("model.d_model=16",),
     "capacity.bits_per_param_grid": (),

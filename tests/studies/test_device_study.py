@@ -1,4 +1,4 @@
-"""The device study (launch/device_study.sh): the cost model's arithmetic against the
+"""The device study (studies/device_study.sh): the cost model's arithmetic against the
 H100 measurements it was fitted to, the results page from a study whose parts stopped early, and
 (slow) the whole script end to end at SMALL=1 on the CPU."""
 
@@ -10,9 +10,8 @@ import sys
 import pytest
 from helpers import ROOT
 
-from jaxcap.benchmarks import device_time
 from jaxcap.config.base import load_config, validate
-from jaxcap.reports import device_page
+from studies import device_page, device_time
 
 
 def _rate(p: int, matmul_mb: float) -> float:
@@ -102,7 +101,7 @@ def test_small_study_end_to_end(tmp_path):
         "OUT": str(tmp_path / "out"),
     }
     out = subprocess.run(
-        ["bash", "launch/device_study.sh", "all"],
+        ["bash", "studies/device_study.sh", "all"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -134,7 +133,7 @@ def _page(commit: str, done: dict, machine: str = "NVIDIA H100 80GB HBM3") -> di
 def test_merge_takes_each_part_from_the_run_that_finished_it(tmp_path):
     """`one` in one session and `two` in a later one make one page; each part keeps its commit
     and its figure, a timed-out rerun never replaces a finished part, other machines are refused."""
-    from jaxcap.reports import device_merge
+    from studies import device_merge
 
     grok = [{"operation": "add", "seeds": 3, "reached": 3, "median_steps": 2000, "per_seed": [2000] * 3}]
     cap = [dict(label="d16", n_params=4080, c_mem=7473.0, c_min=7317.0, c_max=7629.0, bits_per_param=1.83)]

@@ -1,10 +1,10 @@
 """One results page from several device-study commands on the same machine type.
 
-    python -m jaxcap.reports.device_merge OLD.json NEW.json [MORE.json ...] OUT_DIR
+    python -m studies.device_merge OLD.json NEW.json [MORE.json ...] OUT_DIR
 
 A session's device minutes rarely cover all four parts, so the study runs in pieces: one session
 runs `one` (speed, grokking), a later one `two` (capacity, calibrate), each writing a page
-(jaxcap.reports.device_page) where the other parts read "not run". This writes one page from
+(studies.device_page) where the other parts read "not run". This writes one page from
 them: each part comes from the LAST page where it finished (else the last page that ran it at
 all, so a timeout is still reported), keeps its own commit and its figure, and the page lists
 every commit it was measured at. Pages from different machines are refused: their numbers do not
@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from jaxcap.reports.device_page import PARTS, markdown
+from studies.device_page import PARTS, markdown
 
 
 def _pick(pages: list[dict], part: str) -> int:
@@ -74,7 +74,7 @@ def write(paths: list[Path], out: Path) -> Path:
 def main(argv: list[str]) -> None:
     *pages, out = argv[1:] or [""]
     if len(pages) < 2 or not all(Path(p).is_file() for p in pages):
-        sys.exit("usage: python -m jaxcap.reports.device_merge OLD.json NEW.json [MORE.json ...] OUT_DIR")
+        sys.exit("usage: python -m studies.device_merge OLD.json NEW.json [MORE.json ...] OUT_DIR")
     try:
         page = write([Path(p) for p in pages], Path(out))
     except (ValueError, KeyError, json.JSONDecodeError) as err:

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The engine's accelerator check. Prints one JSON document and writes it to
-# $OUT/device_check_19_<part>.json (the raw output of every step goes to $OUT/device_check_19.log).
+# $OUT/accelerator_targets_<part>.json (the raw output of every step goes to $OUT/accelerator_targets.log).
 #
-#   1. here (CPU machine, network):  bash launch/device_check_19.sh wheels
+#   1. here (CPU machine, network):  bash studies/accelerator_targets.sh wheels
 #      downloads the Python packages the device image lacks (ml-collections, optuna and its
 #      alembic/sqlalchemy/mako/colorlog) into .whl/, which .git/info/exclude ignores;
 #   2. device, two calls on the same warm machine (a command may run 10 minutes at most; every
 #      step has its own timeout, so each part ends within its budget):
-#        run(command="bash launch/device_check_19.sh bench", carry=[".whl"], timeout_s=560)  # ~5 min
-#        run(command="bash launch/device_check_19.sh full", carry=[".whl"], timeout_s=360)   # <= 6 min
+#        run(command="bash studies/accelerator_targets.sh bench", carry=[".whl"], timeout_s=560)  # ~5 min
+#        run(command="bash studies/accelerator_targets.sh full", carry=[".whl"], timeout_s=360)   # <= 6 min
 #      (`all` runs both parts in one command, for a machine without the 10-minute limit).
 #
 # What it measures (the engine's accelerator targets):
@@ -27,7 +27,7 @@
 # Needs: a CUDA jax with flax/optax/numpyro/orbax/tensorstore (the device image) and .whl/ from
 # the `wheels` step for the rest; `wheels` needs network access and pip.
 # The sizes can be shrunk to try the plumbing on a CPU (not a measurement):
-#   PY=.venv/bin/python P=2 BATCH=16 STEPS=2 FULL=configs/grokking.py:smoke bash launch/device_check_19.sh all
+#   PY=.venv/bin/python P=2 BATCH=16 STEPS=2 FULL=configs/grokking.py:smoke bash studies/accelerator_targets.sh all
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-python3} P=${P:-256} BATCH=${BATCH:-512} STEPS=${STEPS:-100} FULL=${FULL:-configs/grokking.py:full}
@@ -41,10 +41,10 @@ if [ "${1:-}" = wheels ]; then
 fi
 
 PART=${1:-all}
-OUT=${OUT:-/tmp/device_check_19}
+OUT=${OUT:-/tmp/accelerator_targets}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
-LOG=$OUT/device_check_19.log
+LOG=$OUT/accelerator_targets.log
 if ls .whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     .whl/*.whl >> "$LOG" 2>&1 || { echo '{"error": "wheel install failed, see the log"}'; exit 1; }
@@ -87,7 +87,7 @@ if [ "$PART" = full ] || [ "$PART" = all ]; then
     --workdir "$WORK/grok_full" --config.runtime.progress=False
 fi
 
-"$PY" - "$WORK" "$OUT/device_check_19_$PART.json" << 'SUMMARY'
+"$PY" - "$WORK" "$OUT/accelerator_targets_$PART.json" << 'SUMMARY'
 import json, pathlib, re, sys
 
 work, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])

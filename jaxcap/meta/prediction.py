@@ -1,0 +1,168 @@
+"""A query of the meta-model's posterior: P(learned) of a family at new levels, for an architecture.
+
+The command `python -m jaxcap.predict` (jaxcap/main/predict.py) parses and prints; this module
+resolves the query (a level of the family's level field, or a difficulty in bits of its
+covariate; a family in or out of the fit) and computes P(learned) per point, with the posterior
+median and 50% / 90% credible intervals, and every fitted family's boundary b* = C/θ. A query
+outside the fitted range is flagged as an extrapolation. Details: docs/design.md#jaxcapmetapredictionpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxcap.meta.arch_query import QueryError, parse_value
+from jaxcap.meta.difficulty import COVARIATES, checked_level_bits, covariate_name, nominal_level_bits
+from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability
+from jaxcap.meta.posterior import Posterior, load_posterior, summarize
+from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.splits import MIN_FAMILIES
+
+
+def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: list[float]) -> list[dict]:
+    """Query points [{"bits", "level": fitted level index or None, "label"}] of one family."""
+    meta, f = posterior.meta, posterior.family_index(family)
+    info = meta.family_info[f] if f is not None else None
+    levels = [(i, lv) for i, lv in enumerate(meta.levels) if lv.family == f]
+    points = []
+    for text in values:
+        if info is None or info.field is None:
+            raise QueryError(
+                f"--level: {family} is not a fitted family with one level field; use --complexity"
+            )
+        field = info.field
+        like = levels[0][1].fields[field]
+        value = parse_value(text, like)
+        try:
+            b = checked_level_bits(family, info.fixed, field, value)
+        except ValueError as e:
+            raise QueryError(f"--level {field}={text}: {e}") from None
+        seen = [i for i, lv in levels if lv.fields[field] == value]
+        nominal = nominal_level_bits(family, info.fixed, field, value)
+        points.append(
+            {
+                "bits": b,
+                "nominal_bits": nominal,
+                "level": seen[0] if seen else None,
+                "label": f"{field}={value}",
+            }
+        )
+    for b in bits:
+        rng = info.bits_range if info else None
+        if rng and not rng[0] * (1 - 1e-9) <= b <= rng[1] * (1 + 1e-9):
+            raise QueryError(
+                f"--complexity {b:g}: outside what {family} can be with its fixed fields "
+                f"({info.field} in [{info.values_range[0]}, {info.values_range[1]}]): "
+                f"allowed: {rng[0]:.4g} to {rng[1]:.4g} bits"
+            )
+        seen = [i for i, lv in levels if np.isclose(lv.bits, b, rtol=1e-9)]
+        label = meta.levels[seen[0]].label if len(seen) == 1 else f"{b:g} bits"
+        # the nominal bits of a complexity: known for a fitted level, or where they are the covariate
+        nominal = meta.levels[seen[0]].complexity_bits if len(seen) == 1 else None
+        if nominal is None and family not in COVARIATES:
+            nominal = b
+        points.append(
+            {"bits": b, "nominal_bits": nominal, "level": seen[0] if len(seen) == 1 else None, "label": label}
+        )
+    return points
+
+
+def fitted_range(posterior: Posterior, family: str) -> tuple[str, list[float] | None]:
+    """(covariate name, [min, max] of the covariate over the family's fitted levels, or None)."""
+    f = posterior.family_index(family)
+    levels = [lv for lv in posterior.meta.levels if lv.family == f]
+    if not levels:
+        return covariate_name(family), None
+    bits = [lv.bits for lv in levels]
+    return levels[0].covariate or "complexity_bits", [min(bits), max(bits)]
+
+
+def check_family(posterior: Posterior, family: str, new_family: bool = True) -> None:
+    """A family outside the fit must be asked for as one (`--new-family`: a typo is not a new
+    family), and is refused while the fit has too few families to say anything about it."""
+    fitted = posterior.meta.families
+    if family not in fitted and not new_family:
+        raise QueryError(
+            f"--task {family}: not a fitted family; allowed: {', '.join(fitted)}, or --new-family to "
+            "predict an unseen family from the family population"
+        )
+    if family not in fitted and len(fitted) < MIN_FAMILIES:
+        raise QueryError(
+            f"--task {family}: not a fitted family ({', '.join(fitted)}); a new family is predicted "
+            f"from the family population, which needs >= {MIN_FAMILIES} fitted families (this fit "
+            f"has {len(fitted)})"
+        )
+
+
+def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, seed: int = 0) -> dict:
+    """P(learned) per point and every family's boundary, for one architecture and family."""
+    check_family(posterior, family)
+    rng = np.random.default_rng(seed)
+    d, meta = posterior.draws, posterior.meta
+    f = posterior.family_index(family)
+    bits = np.array([pt["bits"] for pt in points])
+    levels = [pt["level"] for pt in points]
+    # a new level's P: its level effect integrated out (the rate on a typical level of those bits)
+    p = success_probability(
+        d, np.log(bits), rng, arch=arch["index"], family=f, levels=levels, arch_x=arch.get("x"), marginal=True
+    )
+    name, span = fitted_range(posterior, family)
+    if arch["index"] is not None:
+        bstar = boundary_bits(d)[:, arch["index"], :]
+    else:
+        log_c = new_arch_log_c(d, np.asarray(arch["x"]), len(meta.archs), rng)
+        bstar = np.exp(log_c[:, None] - d["log_theta"])
+    return {
+        "arch": arch["label"],
+        "family": family,
+        "family_in_fit": f is not None,
+        "points": [
+            {
+                "covariate": name,
+                "bits": pt["bits"],
+                "nominal_bits": pt.get("nominal_bits"),
+                "level": pt["label"],
+                "seen_level": pt["level"] is not None,
+                "p": float(np.median(p[:, i])),  # the headline: the posterior median
+                "mean": float(p[:, i].mean()),
+                **summarize(p[:, i]),
+                "extrapolation": _extrapolation(name, pt["bits"], span),
+            }
+            for i, pt in enumerate(points)
+        ],
+        "fitted_range": span,
+        "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta.families)},
+        "pilot": pilot_basis(meta, family),
+    }
+
+
+def pilot_basis(meta: PosteriorMeta, family: str) -> dict | None:
+    """A pilot-appended family's basis (jaxcap/experiments/pilot): its pilot levels, runs, base fit."""
+    pilot = meta.pilot
+    if pilot is None or pilot.family != family:
+        return None
+    return {"pilots": pilot.pilots, "runs": pilot.runs, "ess": pilot.ess, "base": pilot.base}
+
+
+def _extrapolation(name: str, bits: float, span: list[float] | None) -> str | None:
+    """A warning when a query lies outside the covariate range the family was fitted on."""
+    if span is None or span[0] * (1 - 1e-9) <= bits <= span[1] * (1 + 1e-9):
+        return None
+    return (
+        f"extrapolating: {name} {bits:.4g} bits is outside the fitted range "
+        f"{span[0]:.4g}-{span[1]:.4g} bits; the curve there rests on the model's form alone"
+    )
+
+
+def read_posterior(path: str) -> Posterior:
+    """load_posterior, with a missing or unreadable file as one QueryError line."""
+    try:
+        return load_posterior(path)
+    except FileNotFoundError:
+        raise QueryError(
+            f"--posterior {path}: no posterior.nc there (run configs/calibrate.py first)"
+        ) from None
+    except Exception as e:  # h5py / netCDF / JSON: a damaged or foreign file, said in one line
+        raise QueryError(
+            f"--posterior {path}: not a readable meta-model posterior ({type(e).__name__})"
+        ) from None
