@@ -1,4 +1,4 @@
-"""ARC-like grid puzzles (jaxcap/tasks/arc/task.py): which rules does a small causal Transformer infer?
+"""ARC-like grid puzzles (jaxcap/tasks/arc/puzzles.py): which rules does a small causal Transformer infer?
 
     python -m jaxcap.launch --config configs/arc.py          # 2-core CPU: minutes
     python -m jaxcap.launch --config configs/arc.py:smoke    # seconds; used by the tests
@@ -38,7 +38,7 @@ Measured times and results: docs/configs.md#configsarcpy.
 
 from jaxcap.config.base import base_config, parse_arg
 from jaxcap.tasks.arc.levels import SHAPE_LEVELS
-from jaxcap.tasks.arc.task import FAMILIES, LEVELS
+from jaxcap.tasks.arc.puzzles import FAMILIES, LEVELS
 
 LADDER = tuple(i for i, (_, family, _, _) in enumerate(LEVELS) if family in FAMILIES)  # levels 0-14
 OBJECTS = tuple(i for i in range(len(LEVELS)) if i not in LADDER + SHAPE_LEVELS)  # fill, symmetry, count

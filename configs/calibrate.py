@@ -10,12 +10,13 @@
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
-jaxcap/experiments/calibrate/run.py): a new task family plugs in as one more entry. Each family trains as its
-own population run in `<workdir>/families/<name>/` (grid over levels x seeds x the hparam grid,
-the best hparam setting per level kept), then the meta-model
+jaxcap/experiments/calibrate/calibrate_experiment.py): a new task family plugs in as one more
+entry. Each family trains as its own population run in `<workdir>/families/<name>/` (grid over
+levels x seeds x the hparam grid, the best hparam setting per level kept), then the meta-model
 logit P(success) = κ_f (log C − log θ_f − δ_level − log bits) is fitted by NUTS with
 `random_labels` as the reference family (θ = 1), so C is in memorization-equivalent bits, and
 validated on held-out levels and families against two logistic baselines.
+
 
 Default: five families, so leave-one-family-out is scored by default (>= 4 remain
 fitted): x mod N (divisors of 10^4 and moduli that need every digit: primes 3 .. 127, 6, 9, 12,

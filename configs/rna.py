@@ -7,7 +7,7 @@ model fold?
     python -m jaxcap.main.rna_structure --workdir W              # then: base-pair F1, calibration
 
 Random RNA (i.i.d. bases, GC content `gc`) labelled once on the host by ViennaRNA's MFE fold and
-cached under ~/.cache/jaxcap/rna ($JAXCAP_RNA_CACHE); see jaxcap/tasks/rna/task.py. One bucket per
+cached under ~/.cache/jaxcap/rna ($JAXCAP_RNA_CACHE); see jaxcap/tasks/rna/structure.py. One bucket per
 maximum length L (12 and 20: shapes change); inside a bucket the members differ in GC content
 (0.5, 0.7, 0.9: a knob; GC-rich sequences fold more). Members train on lengths in [L/2, L] and
 are also scored on 8 longer lengths never seen in training (`val_long_*`). The model reads all

@@ -13,7 +13,7 @@ add negation, negation scope, stacked modifiers, 'but' contrast and length (1 â€
 2 seeds each, one program. Success: the model's expected accuracy is >= 0.97 of the Bayes
 accuracy on the val set (`val_bayes_fraction`).
 
-Real (`:vader`, jaxcap/tasks/vader/task.py): VADER's human-rated sentences, trained on the movie and
+Real (`:vader`, jaxcap/tasks/vader/real_sentiment.py): VADER's human-rated sentences, trained on the movie and
 Amazon review snippets and scored in domain (`val_*`) and on tweets and NYT editorials
 (`cross_*`, per domain `tweets_*`, `nyt_*`), accuracy and macro F1.
 

@@ -17,7 +17,7 @@ from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, resolve, setup
 from jaxcap.core import compiles, sharding
 from jaxcap.core.runtime import describe_devices, enable_compilation_cache
-from jaxcap.experiments.population import identity
+from jaxcap.experiments.population_experiment import identity
 from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store
 from jaxcap.training import writers

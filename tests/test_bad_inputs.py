@@ -23,7 +23,7 @@ from helpers import MODMOD_SMOKE as SMOKE
 from jaxcap.config.base import build_plan, load_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.errors import one_line
-from jaxcap.experiments.population import identity
+from jaxcap.experiments.population_experiment import identity
 from jaxcap.results.store import Store
 from jaxcap.run import run
 

@@ -123,7 +123,7 @@ def straight_population(tmp_path_factory):
 
 def _population_phases():
     from jaxcap.core import checkpoint
-    from jaxcap.reports import population as report
+    from jaxcap.reports import population_figures as report
     from jaxcap.results import store
 
     return {

@@ -28,21 +28,21 @@ class Experiment:
     check: str = ""  # (config, plan) -> the typed section, or ConfigError; before any write
 
 
-_CALIBRATE = "jaxcap.experiments.calibrate.run"
+_CALIBRATE = "jaxcap.experiments.calibrate.calibrate_experiment"
 EXPERIMENTS: dict[str, Experiment] = {
     "population": Experiment(
-        "jaxcap.experiments.population:population_experiment",
-        "jaxcap.experiments.population:population_report",
+        "jaxcap.experiments.population_experiment:population_experiment",
+        "jaxcap.experiments.population_experiment:population_report",
     ),
     "hpo": Experiment(  # Optuna studies
         "jaxcap.experiments.hpo.sweep:hpo_experiment",
-        "jaxcap.experiments.hpo.report:hpo_report",
+        "jaxcap.experiments.hpo.hpo_report:hpo_report",
         (("study", "jaxcap.experiments.hpo.search_space:StudySettings"),),
         check="jaxcap.experiments.hpo.study:check",  # the study, its search space and levels
     ),
     "capacity": Experiment(  # memorization capacity against exposures per item
-        "jaxcap.experiments.capacity.run:capacity_experiment",
-        "jaxcap.experiments.capacity.report:write_report",
+        "jaxcap.experiments.capacity.capacity_experiment:capacity_experiment",
+        "jaxcap.experiments.capacity.capacity_report:write_report",
         (("capacity", "jaxcap.experiments.capacity.populations:CapacitySettings"),),
         check="jaxcap.experiments.capacity.populations:check",  # every size it may reach trains
     ),
@@ -54,14 +54,14 @@ EXPERIMENTS: dict[str, Experiment] = {
         check="jaxcap.experiments.calibrate.config:check",  # every family validates
     ),
     "pilot": Experiment(  # a new family from a few pilot levels it chooses, on a calibrated fit
-        "jaxcap.experiments.pilot.run:pilot_experiment",
-        "jaxcap.experiments.pilot.report:pilot_report",
+        "jaxcap.experiments.pilot.pilot_experiment:pilot_experiment",
+        "jaxcap.experiments.pilot.pilot_page:pilot_report",
         (("pilot", "jaxcap.experiments.pilot.settings:PilotSettings"),),
         check="jaxcap.experiments.pilot.settings:check",  # the family against the posterior it joins
     ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
-        "jaxcap.experiments.enhance.run:enhance_experiment",
-        "jaxcap.experiments.enhance.run:enhance_report",
+        "jaxcap.experiments.enhance.enhance_experiment:enhance_experiment",
+        "jaxcap.experiments.enhance.enhance_experiment:enhance_report",
         (("calibrate", "jaxcap.experiments.calibrate.config:CalibrateSettings"),),
         setup=f"{_CALIBRATE}:setup",
         check="jaxcap.experiments.enhance.variants:check",  # every family, every variant a model change

@@ -3,7 +3,7 @@
 The command dispatches on the workdir's `config.json` to the report of its experiment
 (`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. The
 report is written into `<workdir>/report`: a workdir this user cannot write is one line. Population
-figures: jaxcap.reports.population. Flags as every jaxcap command (jaxcap.main.cli): absl,
+figures: jaxcap.reports.population_figures. Flags as every jaxcap command (jaxcap.main.cli): absl,
 `--flagfile`, `--helpfull`; problems are one line (`usage error: ...`, `report error: ...`).
 """
 

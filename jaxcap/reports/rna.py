@@ -22,7 +22,7 @@ from jaxcap.core.train import KEY_DATA, make_population
 from jaxcap.models.transformer import make_apply
 from jaxcap.results.store import Store
 from jaxcap.tasks.rna import fold as rna_fold
-from jaxcap.tasks.rna import task as rna
+from jaxcap.tasks.rna import structure as rna
 
 N_BINS = 10
 

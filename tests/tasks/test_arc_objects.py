@@ -16,7 +16,7 @@ from arc_grids import parse_slot as _parse_slot
 from jaxcap import tasks
 from jaxcap.tasks.arc import objects as ao
 from jaxcap.tasks.arc import real as arc_real
-from jaxcap.tasks.arc.task import LEVELS
+from jaxcap.tasks.arc.puzzles import LEVELS
 
 OBJECTS = [i for i, (_, family, _, _) in enumerate(LEVELS) if family in ao.KINDS]  # 15-20
 LEVEL = {name: i for i, (name, *_) in enumerate(LEVELS)}

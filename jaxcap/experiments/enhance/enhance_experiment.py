@@ -1,15 +1,15 @@
 """The `enhance` experiment: capacity multipliers of model variants, with credible intervals.
 
-A variant is a bucket-style override of model fields (`model.norm_type=rms`,
-`model.qat_bits=4`, `model.n_layers=1`; the switches of jaxcap/models/). Every variant trains
-the same task families, levels, seeds, steps and level search as the baseline (the first
-entry, normally ""), as architectures of one `calibrate` run (jaxcap/experiments/calibrate/run.py), so they
-share one meta-model fit and one scale: the multiplier of variant a is C_a / C_base, computed
-draw by draw from the joint posterior (so the intervals account for the correlation of the two
-capacities), and per parameter (C_a / P_a) / (C_base / P_base), since a variant that adds
-parameters is expected to store more.
+A variant is a bucket-style override of model fields (`model.norm_type=rms`, `model.qat_bits=4`,
+`model.n_layers=1`; the switches of jaxcap/models/). Every variant trains the same task
+families, levels, seeds, steps and level search as the baseline (the first entry, normally ""),
+as architectures of one `calibrate` run (jaxcap/experiments/calibrate/calibrate_experiment.py),
+so they share one meta-model fit and one scale: the multiplier of variant a is C_a / C_base,
+computed draw by draw from the joint posterior (so the intervals account for the correlation of
+the two capacities), and per parameter (C_a / P_a) / (C_base / P_base), since a variant that
+adds parameters is expected to store more.
 
-Details: docs/design.md#jaxcapexperimentsenhancerunpy.
+Details: docs/design.md#jaxcapexperimentsenhanceenhance_experimentpy.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from jaxcap.config.plan import Plan
+from jaxcap.experiments.calibrate.calibrate_experiment import calibrate_experiment, calibrate_report
 from jaxcap.experiments.calibrate.config import CalibrateSettings
-from jaxcap.experiments.calibrate.run import calibrate_experiment, calibrate_report
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.fields import defaults
+from jaxcap.meta.meta_report import arch_words
 from jaxcap.meta.posterior import load_posterior, summarize
-from jaxcap.meta.report import arch_words
 from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.results.store import Store, write_atomic
 

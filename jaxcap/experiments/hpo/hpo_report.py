@@ -3,7 +3,7 @@
 Trials are ranked by their objective, which reads val; every number quoted for a trial (the
 baseline's and the best trial's metric, the HPO lift) is its seeds' test metric.
 
-Details: docs/design.md#jaxcapexperimentshporeportpy.
+Details: docs/design.md#jaxcapexperimentshpohpo_reportpy.
 
 [1] Watanabe et al. 2023, "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance in
     Arbitrary Subspaces", arXiv:2304.10255.
@@ -226,7 +226,7 @@ def hpo_report(store: Store) -> list[Path]:
     """report/: hpo.md with the table and the figures (it draws; the sweep writes the data)."""
     levels, studies = summarize(store)
     store.report_path.mkdir(exist_ok=True)
-    from jaxcap.reports.population import draw  # the bar shown when a rebuild takes more than 5 s
+    from jaxcap.reports.population_figures import draw  # the bar shown when a rebuild takes more than 5 s
 
     out = store.report_path
     figures = draw(

@@ -46,10 +46,10 @@ def train_all(plan: Plan, store: Store, stop_fn: StopFn | None = None) -> tuple[
 
 
 def population_report(store: Store) -> list[Path]:
-    """report/: the per-level table (report.md) and the figures (jaxcap.reports.population)."""
+    """report/: the per-level table (report.md) and the figures (jaxcap.reports.population_figures)."""
     rows = store.members()
     table = summary.format_table(summary.levels(rows, HPARAM_NAMES), markdown=True)
-    from jaxcap.reports.population import population_figures  # scores, success, dynamics, gap
+    from jaxcap.reports.population_figures import population_figures  # scores, success, dynamics, gap
 
     figures, section = population_figures(store, rows)
     text = f"# {store.root.name}\n\n{table}\n{section}"

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from jaxcap.config.base import build_plan
 from jaxcap.config.plan import Plan
-from jaxcap.experiments.calibrate.run import calibrate_experiment
+from jaxcap.experiments.calibrate.calibrate_experiment import calibrate_experiment
+from jaxcap.experiments.pilot.pilot_page import headline, pilot_report
 from jaxcap.experiments.pilot.posterior_out import append_family
-from jaxcap.experiments.pilot.report import headline, pilot_report
 from jaxcap.experiments.pilot.rounds import Rounds, run_rounds
 from jaxcap.experiments.pilot.settings import PilotPlan
-from jaxcap.experiments.population import identity
+from jaxcap.experiments.population_experiment import identity
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.pilot import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws

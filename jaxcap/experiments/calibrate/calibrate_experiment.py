@@ -9,7 +9,7 @@ success is monotone in each family's difficulty covariate, fit the meta-model
 Rerunning resumes: finished passes are not retrained, and the fit and validation are redone
 only when the table, the NUTS or validation settings, the reference or the model changed.
 
-Details: docs/design.md#jaxcapexperimentscalibraterunpy.
+Details: docs/design.md#jaxcapexperimentscalibratecalibrate_experimentpy.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ import ml_collections
 import numpy as np
 
 from jaxcap.config.plan import Plan
-from jaxcap.experiments.calibrate import anchor as calibrate_anchor
+from jaxcap.experiments.calibrate import capacity_scale as calibrate_anchor
 from jaxcap.experiments.calibrate.config import SEARCHES, Calibration, FamilyRun
 from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import design as meta_design
 from jaxcap.meta import difficulty as meta_difficulty
 from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import meta_report
 from jaxcap.meta import model as metamodel
 from jaxcap.meta import posterior as meta_posterior
-from jaxcap.meta import report as meta_report
 from jaxcap.meta import summary as meta_summary
 from jaxcap.meta import validate as meta_validate
 from jaxcap.meta.boundary_design import information_levels

@@ -7,7 +7,7 @@ sharing one compiled program (n is a traced knob of `jaxcap.tasks.random_data`);
 training set is scored after every chunk, and capacity.jsonl gets one row per member with the
 bits at every exposure budget. Rounds grow the sizes until the bits plateau. Rerunning resumes.
 
-Details: docs/design.md#jaxcapexperimentscapacityrunpy.
+Details: docs/design.md#jaxcapexperimentscapacitycapacity_experimentpy.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
+from jaxcap.experiments.capacity import capacity_report
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
-from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.populations import CapacitySettings, check  # noqa: F401
 from jaxcap.models import param_count
