@@ -47,7 +47,7 @@ Measured times and results: docs/configs.md#configscalibratepy.
 """
 
 from jaxcap.config.base import base_config, parse_arg
-from jaxcap.experiments.calibrate.config import CalibrateSettings
+from jaxcap.experiments.calibrate.family_configs import CalibrateSettings
 from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.fields import defaults
 
@@ -175,7 +175,7 @@ def get_config(arg=None):
     c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in <= 45 min
     c.sweep.seeds = 4
     c.note = "a small model (d_model 32) for 1,000 steps so the default finishes on a laptop CPU"
-    # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/config.py);
+    # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/family_configs.py);
     # NUTS 1,000 + 4,000 at acceptance 0.97 and one fold seed (NutsSettings, ValidationSettings):
     # every sampler target met on the real default; replicates come from data seeds (docs/meta-model.md)
     c.calibrate = defaults(CalibrateSettings, families=families(variant))

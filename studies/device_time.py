@@ -117,7 +117,7 @@ def capacity_runs(config) -> list[dict]:
 
 
 def calibrate_runs(config) -> list[dict]:
-    from jaxcap.experiments.calibrate.config import family_configs
+    from jaxcap.experiments.calibrate.family_configs import family_configs
 
     design, out = config.calibrate.design, []
     for name, entry in config.calibrate.families.items():

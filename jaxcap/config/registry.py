@@ -49,9 +49,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "calibrate": Experiment(  # the meta-model pipeline
         f"{_CALIBRATE}:calibrate_experiment",
         f"{_CALIBRATE}:calibrate_report",
-        (("calibrate", "jaxcap.experiments.calibrate.config:CalibrateSettings"),),
+        (("calibrate", "jaxcap.experiments.calibrate.family_configs:CalibrateSettings"),),
         setup=f"{_CALIBRATE}:setup",
-        check="jaxcap.experiments.calibrate.config:check",  # every family validates
+        check="jaxcap.experiments.calibrate.family_configs:check",  # every family validates
     ),
     "pilot": Experiment(  # a new family from a few pilot levels it chooses, on a calibrated fit
         "jaxcap.experiments.pilot.pilot_experiment:pilot_experiment",
@@ -62,7 +62,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
         "jaxcap.experiments.enhance.enhance_experiment:enhance_experiment",
         "jaxcap.experiments.enhance.enhance_experiment:enhance_report",
-        (("calibrate", "jaxcap.experiments.calibrate.config:CalibrateSettings"),),
+        (("calibrate", "jaxcap.experiments.calibrate.family_configs:CalibrateSettings"),),
         setup=f"{_CALIBRATE}:setup",
         check="jaxcap.experiments.enhance.variants:check",  # every family, every variant a model change
     ),

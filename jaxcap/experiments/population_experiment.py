@@ -12,7 +12,7 @@ from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import latest_cursor
 from jaxcap.core.population import HPARAM_NAMES
-from jaxcap.reports import summary
+from jaxcap.reports import level_summary as summary
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, write_atomic
 from jaxcap.training.loop import StopFn, train_bucket

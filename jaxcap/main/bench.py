@@ -93,7 +93,7 @@ def main(argv):
     if _CACHE.value:
         enable_compilation_cache(_CACHE.value)
     if _STUDY.value:
-        from jaxcap.benchmarks.study import measure_study
+        from jaxcap.benchmarks.trials_per_minute import measure_study
 
         logging.set_verbosity(logging.WARNING)  # orbax logs every checkpoint of every round at INFO
         out = {"device": describe_devices(), "rounds": _TRIALS.value, "study": []}

@@ -1,7 +1,7 @@
 """Fetch VADER's human-rated sentences once: `python -m jaxcap.main.fetch_vader fetch [DIR]`.
 
 The sentences are third-party text, never committed: the sdist is downloaded, checked against its
-sha256 and cached in DIR (default $JAXCAP_DATA or ~/.cache/jaxcap/data); jaxcap.tasks.vader.data
+sha256 and cached in DIR (default $JAXCAP_DATA or ~/.cache/jaxcap/data); jaxcap.tasks.vader.resources
 reads them from there.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from jaxcap.tasks.vader.data import FETCH, fetch, ground_truth
+from jaxcap.tasks.vader.resources import FETCH, fetch, ground_truth
 
 
 def main(argv: list[str]) -> None:

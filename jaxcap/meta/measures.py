@@ -25,7 +25,7 @@ import numpy as np
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import covariate, task_class
-from jaxcap.tasks.base import Task
+from jaxcap.tasks.contract import Task
 
 LABEL_KEY = 0  # the fixed key of random labels' table (their labels are data, not structure)
 MAX_ENTRIES = 1 << 22  # tables enumerated by compressed_bits (every default level has <= 2^16)

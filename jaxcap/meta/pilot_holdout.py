@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxcap.meta.baselines import fit_logistic
 from jaxcap.meta.data import Table, read_table
 from jaxcap.meta.fit import NutsSettings
+from jaxcap.meta.logistic_baselines import fit_logistic
 from jaxcap.meta.pilot import FamilyFit, Particles, prior_particles
 from jaxcap.meta.pilot_lofo import family_folds
 from jaxcap.meta.pilot_sequence import PilotLog, make_rule

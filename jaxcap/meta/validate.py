@@ -3,7 +3,7 @@
 The splits are jaxcap/meta/splits.py's: held-out levels (stratified K-fold, repeated over fold
 seeds), held-out top levels per family, leave one family out (or refused, with the reason),
 leave one architecture out (>= 3 architectures). Every fitted fold refits the meta-model and
-the baselines (jaxcap/meta/baselines.py) on the rest; the meta-model's folds run one after
+the baselines (jaxcap/meta/logistic_baselines.py) on the rest; the meta-model's folds run one after
 another through one compiled sampler (jaxcap/meta/fit.py: the data are its arguments).
 
 Details: docs/design.md#jaxcapmetavalidatepy.
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from jaxcap.fields import Bool, Choice, Int, TupleOf, setting
-from jaxcap.meta import baselines as meta_baselines
+from jaxcap.meta import logistic_baselines as meta_baselines
 from jaxcap.meta import splits as meta_splits
 from jaxcap.meta.cells import cell_data, cells, reference_of, stack_folds
 from jaxcap.meta.data import Table

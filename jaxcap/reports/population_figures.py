@@ -17,7 +17,8 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxcap.core.population import HPARAM_NAMES
-from jaxcap.reports import dynamics, learnability, summary
+from jaxcap.reports import dynamics, learnability
+from jaxcap.reports import level_summary as summary
 from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.results.records import LevelSummary, MemberRow
 from jaxcap.results.store import Store

@@ -141,7 +141,7 @@ class Cursor:
 
 @dataclasses.dataclass(frozen=True)
 class LevelSummary:
-    """One level of a run's table (`jaxcap.reports.summary.levels`): the level, its best setting
+    """One level of a run's table (`jaxcap.reports.level_summary.levels`): the level, its best setting
     (chosen on val), and that setting's outcome over seeds (read on test)."""
 
     bucket: str  # the bucket's label, or its name where it has none

@@ -6,8 +6,8 @@ import dataclasses
 from typing import Any
 
 from jaxcap.tasks.arc.puzzles import Arc
-from jaxcap.tasks.base import Split, Task, TaskSpec
 from jaxcap.tasks.binop import BinaryOp
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 from jaxcap.tasks.copying import Copying
 from jaxcap.tasks.hmm import HMMLanguage
 from jaxcap.tasks.language import MarkovLanguage, PCFGLanguage

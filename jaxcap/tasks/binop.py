@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import Choice, ConfigError, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
+from jaxcap.tasks.contract import Split, Task, TaskSpec, ones_like_targets
 
 OPERATIONS = ("add", "sub", "mul", "div", "perm")
 

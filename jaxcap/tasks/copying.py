@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcap.fields import ConfigError, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 
 
 @dataclasses.dataclass(frozen=True)

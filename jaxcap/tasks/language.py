@@ -27,7 +27,7 @@ import numpy as np
 
 from jaxcap.fields import ConfigError, Float, Int
 from jaxcap.tasks import pcfg
-from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
+from jaxcap.tasks.contract import Split, Task, TaskSpec, ones_like_targets
 
 UNIFORM_MIX = 1e-3
 

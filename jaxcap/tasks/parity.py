@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import ConfigError, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
+from jaxcap.tasks.contract import Split, Task, TaskSpec, ones_like_targets
 
 MAX_ENUMERABLE_BITS = 20  # 2^20 inputs is the largest finite dataset held on device
 

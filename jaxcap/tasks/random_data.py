@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcap.fields import ConfigError, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 
 # Extra bits demanded of T·log2 V beyond 2·log2 n: P(two equal inputs) <= n^2 / 2^(1 + 2 log2 n + 20).
 DISTINCT_MARGIN_BITS = 20

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcap.fields import ConfigError, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
+from jaxcap.tasks.contract import Split, Task, TaskSpec, ones_like_targets
 
 
 @dataclasses.dataclass(frozen=True)

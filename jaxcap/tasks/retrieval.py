@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import ConfigError, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 
 SUCCESS_NMSE = 0.1  # "learned": at most a tenth of the target's variance left unexplained
 STEP_NMSE = 0.05  # steps-to-threshold: the first eval at or below this NMSE

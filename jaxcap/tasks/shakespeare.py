@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import ConfigError, Float, Int, Str
-from jaxcap.tasks.base import Split, Task, TaskSpec, ones_like_targets
+from jaxcap.tasks.contract import Split, Task, TaskSpec, ones_like_targets
 
 GENRES = ("comedies", "histories", "problems", "roman", "romances", "tragedies")
 INSTALL = 'pip install -e ".[domains]"'

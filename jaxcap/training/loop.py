@@ -31,7 +31,7 @@ from jaxcap.results.outcomes import member_success
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store
 from jaxcap.tasks import holdout
-from jaxcap.tasks.base import SPLITS
+from jaxcap.tasks.contract import SPLITS
 from jaxcap.training import writers
 
 

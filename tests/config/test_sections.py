@@ -94,7 +94,12 @@ EXPERIMENT_SECTIONS = {
         _study,
     ),
     "capacity": ("CapacitySettings", ("jaxcap.experiments.capacity.populations",), "capacity", _settings),
-    "calibrate": ("CalibrateSettings", ("jaxcap.experiments.calibrate.config",), "calibrate", _settings),
+    "calibrate": (
+        "CalibrateSettings",
+        ("jaxcap.experiments.calibrate.family_configs",),
+        "calibrate",
+        _settings,
+    ),
 }
 
 

@@ -16,8 +16,8 @@ from jaxcap import tasks
 from jaxcap.config.base import load_config
 from jaxcap.core.population import DEFAULT_HPARAMS, grid_members, stack
 from jaxcap.core.train import TrainSettings, make_population
+from jaxcap.experiments.capacity import across_architectures as capacity_fit
 from jaxcap.experiments.capacity import curve as capacity_curve
-from jaxcap.experiments.capacity import fit as capacity_fit
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.models import ModelConfig
 from jaxcap.results.records import Cursor

@@ -14,8 +14,9 @@ import pytest
 from helpers import ROOT, member_row
 from optuna.trial import TrialState
 
-from jaxcap.experiments.hpo import claims, holdings, rounds
+from jaxcap.experiments.hpo import claims, holdings
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo import worker_rounds as rounds
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the
 CLAIMER = """
 import json, os, sys, time
 import optuna
-from jaxcap.experiments.hpo import rounds, study as study_lib
+from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo import worker_rounds as rounds
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 spec, name, owner, go = sys.argv[1:5]
 study = optuna.load_study(study_name=name, storage=study_lib.make_storage(spec, "."))

@@ -18,8 +18,9 @@ from optuna.trial import TrialState
 
 from jaxcap.config.base import base_config, build_plan, checked_plan, validate
 from jaxcap.core.population import HPARAM_NAMES, stack
-from jaxcap.experiments.hpo import rounds, sweep
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo import sweep
+from jaxcap.experiments.hpo import worker_rounds as rounds
 from jaxcap.experiments.hpo.search_space import add_study
 from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store

@@ -11,8 +11,9 @@ import optuna
 from helpers import member_row
 from optuna.trial import TrialState
 
-from jaxcap.experiments.hpo import claims, holdings, rounds, sweep, telling
+from jaxcap.experiments.hpo import claims, holdings, sweep, telling
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo import worker_rounds as rounds
 from jaxcap.experiments.hpo.level_table import HpoLevel, TrialResult
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store

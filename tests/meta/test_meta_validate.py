@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from jaxcap.meta import baselines as meta_baselines
 from jaxcap.meta import data as meta_data
+from jaxcap.meta import logistic_baselines as meta_baselines
 from jaxcap.meta import model as metamodel
 from jaxcap.meta import scores as meta_scores
 from jaxcap.meta import simulate as meta_simulate

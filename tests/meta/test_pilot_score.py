@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from jaxcap.main import pilot_score
-from jaxcap.meta import baselines as meta_baselines
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
+from jaxcap.meta import logistic_baselines as meta_baselines
 from jaxcap.meta import pilot_holdout, pilot_lofo, pilot_report
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta.model import success_probability

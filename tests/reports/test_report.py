@@ -13,7 +13,7 @@ from helpers import ROOT
 from jaxcap import report as report_cli
 from jaxcap.config.base import load_config
 from jaxcap.reports import population_figures as report
-from jaxcap.reports.summary import fmt_bits
+from jaxcap.reports.level_summary import fmt_bits
 from jaxcap.results.store import Store
 from jaxcap.run import run
 

@@ -8,7 +8,7 @@ import pytest
 from jaxcap.core.population import HPARAM_NAMES
 from jaxcap.experiments.hpo import study
 from jaxcap.meta import data as meta_data
-from jaxcap.reports import summary
+from jaxcap.reports import level_summary as summary
 from jaxcap.results import outcomes
 from jaxcap.results.records import MemberRow
 

@@ -16,9 +16,9 @@ import pytest
 
 from jaxcap.config.base import load_config
 from jaxcap.fields import ConfigError
-from jaxcap.tasks.base import Split
+from jaxcap.tasks.contract import Split
 from jaxcap.tasks.sentiment import FILLERS, LEVELS, WINDOW, Sentiment, class_splits, macro_f1
-from jaxcap.tasks.vader import data as vader_data
+from jaxcap.tasks.vader import resources as vader_data
 from jaxcap.tasks.vader.real_sentiment import VaderSentences
 
 needs_wheels = pytest.mark.skipif(

@@ -12,7 +12,7 @@ import pytest
 
 from jaxcap import tasks
 from jaxcap.tasks.binop import operation_table
-from jaxcap.tasks.vader.data import write_fixture
+from jaxcap.tasks.vader.resources import write_fixture
 
 SMALL = {
     "modulo": {"name": "modulo", "modulus": 7, "base": 3, "digits": 4, "train_fraction": 0.5, "n_eval": 50},

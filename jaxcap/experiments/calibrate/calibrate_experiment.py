@@ -25,7 +25,7 @@ import numpy as np
 
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate import capacity_scale as calibrate_anchor
-from jaxcap.experiments.calibrate.config import SEARCHES, Calibration, FamilyRun
+from jaxcap.experiments.calibrate.family_configs import SEARCHES, Calibration, FamilyRun
 from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import design as meta_design

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcap.experiments.capacity import across_architectures as capacity_fit
 from jaxcap.experiments.capacity import curve as capacity_curve
-from jaxcap.experiments.capacity import fit as capacity_fit
 from jaxcap.experiments.capacity import recipe as capacity_recipe
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity import trend as capacity_trend

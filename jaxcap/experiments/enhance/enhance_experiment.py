@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate.calibrate_experiment import calibrate_experiment, calibrate_report
-from jaxcap.experiments.calibrate.config import CalibrateSettings
+from jaxcap.experiments.calibrate.family_configs import CalibrateSettings
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.fields import defaults
 from jaxcap.meta.meta_report import arch_words

@@ -15,7 +15,7 @@ import itertools
 import ml_collections
 
 from jaxcap.config.plan import parse_overrides
-from jaxcap.experiments.calibrate import config as calibrate_config
+from jaxcap.experiments.calibrate import family_configs as calibrate_config
 from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.fields import ConfigError
 from jaxcap.models.config import MODEL_FIELDS

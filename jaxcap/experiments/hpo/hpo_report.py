@@ -31,7 +31,7 @@ from jaxcap.experiments.hpo.optuna_figures import (
     plot_importances_per_study,
 )
 from jaxcap.reports.figures import new_figure, save_figure
-from jaxcap.reports.summary import fmt, fmt_bits, grid
+from jaxcap.reports.level_summary import fmt, fmt_bits, grid
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, write_atomic
 

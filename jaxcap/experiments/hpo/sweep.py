@@ -23,8 +23,9 @@ import optuna
 from jaxcap.config import plan as plan_lib
 from jaxcap.config.plan import Bucket
 from jaxcap.core.population import Member
-from jaxcap.experiments.hpo import claims, holdings, rounds, telling
+from jaxcap.experiments.hpo import claims, holdings, telling
 from jaxcap.experiments.hpo import study as study_lib
+from jaxcap.experiments.hpo import worker_rounds as rounds
 from jaxcap.experiments.hpo.level_table import HpoLevel
 from jaxcap.experiments.hpo.search_space import suggest
 from jaxcap.experiments.hpo.telling import Slot
@@ -70,7 +71,8 @@ def make_bucket(
 
 def plan_round(plan: plan_lib.Plan, studies, round_id: str, trials) -> list[tuple[Bucket, list[Slot]]]:
     """The buckets of one round: its trials grouped by their shape-changing suggestions. Trial by
-    trial, its suggestions are drawn once (jaxcap/experiments/hpo/rounds.py) before its slot records them."""
+    trial, its suggestions are drawn once (jaxcap/experiments/hpo/worker_rounds.py) before its slot
+    records them."""
     sweep = plan.section
     space, slots = list(sweep.space), []
     for level, frozen in sorted(trials, key=lambda lt: (lt[0], lt[1].number)):

@@ -2,7 +2,7 @@
 validated against the calibrated posterior it will join, before anything trains.
 
 The family is data, exactly like one entry of `config.calibrate.families`
-(jaxcap/experiments/calibrate/config.py):
+(jaxcap/experiments/calibrate/family_configs.py):
 
     pilot.family = dict(task=dict(name="binop", operation="add", train_fraction=0.9),
                         levels=dict(p=(3, 5, 7, 11, 17)), overrides="")
@@ -24,8 +24,13 @@ from typing import Any
 import ml_collections
 
 from jaxcap.config.base import derived_config, recorded_config
-from jaxcap.experiments.calibrate.config import FamilyRun, candidate_bits, family_config, family_configs
-from jaxcap.experiments.calibrate.config import check as calibrate_check
+from jaxcap.experiments.calibrate.family_configs import (
+    FamilyRun,
+    candidate_bits,
+    family_config,
+    family_configs,
+)
+from jaxcap.experiments.calibrate.family_configs import check as calibrate_check
 from jaxcap.fields import ConfigError, Float, Int, Str, TupleOf, from_section, setting
 from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS, TASK_DEPENDENT_MODEL_FIELDS
 from jaxcap.meta.posterior import read_meta

@@ -31,7 +31,7 @@ from jaxcap.tasks.arc import levels as al
 from jaxcap.tasks.arc import objects as ao
 from jaxcap.tasks.arc import shapes as ash
 from jaxcap.tasks.arc.levels import FAMILIES, LEVELS, fixed_colour_map
-from jaxcap.tasks.base import Split, Task, TaskSpec
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import Choice, ConfigError, Float, Int, Str, TupleOf
-from jaxcap.tasks.base import Split, Task, TaskSpec
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 from jaxcap.tasks.rna import fold as rna_fold
 
 FOLDINGS = ("vienna", "nussinov")

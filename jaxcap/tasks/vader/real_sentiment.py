@@ -2,7 +2,7 @@
 
 Data: the 23,703 sentences of the VADER ground truth (tweets, movie-review snippets, NYT
 editorial snippets, Amazon review snippets), each with the mean rating of ~20 raters on -4..+4
-(`jaxcap.tasks.vader.data`; fetched once with `python -m jaxcap.main.fetch_vader fetch`, never
+(`jaxcap.tasks.vader.resources`; fetched once with `python -m jaxcap.main.fetch_vader fetch`, never
 inside a run). Labels are binary from the mean rating: positive if > `neutral`, negative if
 < -`neutral`; sentences in between (about 4%) are dropped.
 
@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import ConfigError, Float, Int, Str
-from jaxcap.tasks.base import Split, Task, TaskSpec
+from jaxcap.tasks.contract import Split, Task, TaskSpec
 from jaxcap.tasks.sentiment import class_splits, macro_f1
-from jaxcap.tasks.vader import data as vader_data
+from jaxcap.tasks.vader import resources as vader_data
 
 PAD, UNK, CLS = 0, 1, 2
 

@@ -10,7 +10,7 @@
 
 Complexity is the meta-model's own covariate (`bits`, jaxcap/meta/difficulty.py) for all.
 
-Details: docs/design.md#jaxcapmetabaselinespy.
+Details: docs/design.md#jaxcapmetalogistic_baselinespy.
 """
 
 from __future__ import annotations
