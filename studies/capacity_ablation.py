@@ -186,7 +186,7 @@ absl_flags.DEFINE_list("rows", [], "Rows to run (default: all), e.g. baseline,po
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    cli.parse([cli.prog("experiments.capacity.ablation"), *argv], __doc__, FLAGS)
+    cli.parse([cli.prog("capacity_ablation", package="studies"), *argv], __doc__, FLAGS)
     args = FLAGS
     wanted = list(args.rows) or [r[0] for r in ROWS]
     unknown = set(wanted) - {r[0] for r in ROWS}

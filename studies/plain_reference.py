@@ -173,7 +173,7 @@ for _field in dataclasses.fields(Case):  # one flag per field of the protocol, i
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    cli.parse([cli.prog("experiments.capacity.plain"), *argv], __doc__, FLAGS)
+    cli.parse([cli.prog("plain_reference", package="studies"), *argv], __doc__, FLAGS)
     print(json.dumps(train(Case(**{f.name: FLAGS[f.name].value for f in dataclasses.fields(Case)}))))
 
 

@@ -19,6 +19,7 @@ import jaxcap.meta.posterior, jaxcap.meta.splits, jaxcap.results.store
 from absl import flags
 from jax._src import xla_bridge
 entry = {"jaxcap.launch", "jaxcap.report", "jaxcap.predict", "jaxcap.bench"}
+entry |= {f"jaxcap.main.{m}" for m in ("launch", "report", "predict", "bench")}
 assert not entry & set(sys.modules), "an entry point imported: -m would run it twice"
 assert not xla_bridge._backends, "a device started: its threads would not survive a fork"
 # what defines global flags (orbax does) stays out: --help would list them where -m does not

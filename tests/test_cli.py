@@ -26,8 +26,11 @@ def server():
 
 @pytest.fixture
 def cli(server):
-    """`python -m jaxcap.<module> args`, forked: its CompletedProcess."""
-    return lambda module, *args: server.run(f"jaxcap.{module}", *args, timeout=300)
+    """`python -m jaxcap.<module> args` (a study: `python -m studies.<module>`), forked: its
+    CompletedProcess."""
+    return lambda module, *args: server.run(
+        module if module.startswith("studies.") else f"jaxcap.{module}", *args, timeout=300
+    )
 
 
 @pytest.mark.slow
@@ -98,8 +101,8 @@ def test_console_scripts_point_at_callables():
         ),
         ("main.out_of_grid", ["--postrior", "x"], "did you mean --posterior?"),
         ("main.meta_bench", ["--rws", "5"], "usage error: --rws: unknown flag; did you mean --rows?"),
-        ("experiments.capacity.ablation", ["--seds", "1"], "did you mean --seeds?"),
-        ("experiments.capacity.plain", ["--exposure", "3"], "did you mean --exposures?"),
+        ("studies.capacity_ablation", ["--seds", "1"], "did you mean --seeds?"),
+        ("studies.plain_reference", ["--exposure", "3"], "did you mean --exposures?"),
         (
             "main.rna_structure",
             ["--wrkdir", "x"],

@@ -1,7 +1,7 @@
 """House rules that keep the code from rotting: no ticket numbers in code, tests, configs or launch
-scripts; module docstrings of at most 15 lines in jaxcap/ (the long story goes to docs/design.md);
-no dated measurements in jaxcap/ or configs/ (they belong in docs/ tables); and every
-`docs/<page>.md#<anchor>` a file cites names a heading of that page. Each rule is tested on a
+scripts or studies; module docstrings of at most 15 lines in jaxcap/ (the long story goes to
+docs/design.md); no dated measurements in jaxcap/ or configs/ (they belong in docs/ tables); and
+every `docs/<page>.md#<anchor>` a file cites names a heading of that page. Each rule is tested on a
 planted example too, so a regex that matches nothing cannot pass for a clean tree."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from helpers import ROOT
 TICKET = re.compile(r"\b(?:issue|ticket)[- ]?#?\d+|(?<![\w=/])#\d+\b|_\d+\.sh\b", re.I)
 DATED = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")  # a calendar date: a measurement's stamp
 MAX_DOCSTRING_LINES = 15
-SOURCES = ("jaxcap", "configs", "tests", "launch")
+SOURCES = ("jaxcap", "configs", "tests", "launch", "studies")
 
 # Known violations, each to be fixed where it lives; an entry that no longer violates fails the
 # test, so this list only shrinks.
 PENDING_TICKETS: set[tuple[str, str]] = set()
-PENDING_TICKET_FILES = {"studies/accelerator_targets.sh"}  # named after a ticket: to be renamed
+PENDING_TICKET_FILES: set[str] = set()
 PENDING_LONG: set[str] = set()
 PENDING_DATED: set[tuple[str, str]] = set()
 

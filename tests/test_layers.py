@@ -5,8 +5,11 @@ Bottom to top (docs/design.md, "Layout"): the config vocabulary (`jaxcap.fields`
 the field types every layer checks with) -> tasks and models -> the engine (`core`) -> the
 config proper (defaults, schema checks, the bucket plan, the experiment registry of dotted names)
 -> results (store, curves, the one success rule) -> training (the host loop) -> meta-model and
-reports -> experiments and benchmarks -> the entry points. Experiments are reached from below only
-through `config.registry`'s dotted names, resolved with importlib on use (not an import).
+reports -> experiments and benchmarks -> the library's entry (`jaxcap.run`, and `jaxcap.errors`:
+what a failed run says) -> the commands (`jaxcap.main`, with the four `python -m jaxcap.X` shims
+on it). Experiments are reached from below only through `config.registry`'s dotted names,
+resolved with importlib on use (not an import). The studies (`studies/`, beside the package)
+import jaxcap; jaxcap never imports them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ LAYERS = (  # bottom first; a module's layer is its longest matching prefix
     ("jaxcap.training",),
     ("jaxcap.meta", "jaxcap.reports"),
     ("jaxcap.experiments", "jaxcap.benchmarks"),
-    ("jaxcap.run", "jaxcap.launch", "jaxcap.report", "jaxcap.predict", "jaxcap.bench", "jaxcap"),
+    ("jaxcap.run", "jaxcap.errors"),
+    ("jaxcap.main", "jaxcap.launch", "jaxcap.report", "jaxcap.predict", "jaxcap.bench", "jaxcap"),
 )
 
 
@@ -112,6 +116,20 @@ def test_imports_point_down_and_form_no_cycle():
     edges = graph(ROOT)
     assert not upward(edges), "imports up the layer order:\n" + "\n".join(upward(edges))
     assert not cycles(edges), f"import cycles: {cycles(edges)}"
+
+
+def test_the_package_never_imports_a_study():
+    """studies/ are campaigns run from the checkout; the package must import without them."""
+    for path in (ROOT / "jaxcap").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            assert not any(n.split(".")[0] == "studies" for n in names), path
 
 
 def test_a_planted_upward_import_and_cycle_fail(tmp_path):

@@ -11,7 +11,7 @@
 Prints one JSON document per model and population size P: compile time, model-steps/s as one
 population and one member after another, and their ratio. Nothing here asserts a speed.
 
-Details: docs/design.md#jaxcapbenchpy.
+Details: docs/design.md#jaxcapmainbenchpy.
 """
 
 from __future__ import annotations

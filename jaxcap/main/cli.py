@@ -43,10 +43,11 @@ def unknown_field(path: str, part: str, known: list[str]) -> str:
     return f"{path}.{part}: unknown field; fields of {path}: {', '.join(sorted(known)) or '(none)'}"
 
 
-def prog(module: str) -> str:
-    """The command as typed: `jaxcap-report` from a console script, else `python -m jaxcap.report`."""
+def prog(module: str, package: str = "jaxcap") -> str:
+    """The command as typed: `jaxcap-report` from a console script, else `python -m jaxcap.report`
+    (`package="studies"`: a study's `python -m studies.<module>`)."""
     name = os.path.basename(sys.argv[0]) if sys.argv else ""
-    return name if name.startswith("jaxcap-") else f"python -m jaxcap.{module}"
+    return name if name.startswith("jaxcap-") else f"python -m {package}.{module}"
 
 
 def help_text(doc: str, flag_values: flags.FlagValues | None = None, full: bool = False) -> str:

@@ -28,7 +28,7 @@ from jaxcap.meta.posterior import Posterior
 MASS = 0.9  # the boundary interval the stopping rule and reports read
 # Gauss-Hermite nodes of a pilot's count probabilities: the beta-binomial of a sharp sigmoid
 # (κσ ~ 4) needs more than the model's 24 for P(y) (24: errors ~1e-3; 48: < 1e-4, against
-# adaptive quadrature in tests/meta/test_pilot.py)
+# adaptive quadrature in tests/meta/test_meta_pilot.py)
 NODES = 48
 
 
