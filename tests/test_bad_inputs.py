@@ -1,7 +1,7 @@
 """Every bad input is one line naming the thing and what is allowed, and the workdir is left as it
 was: a table of cases (keep adding to it). Each case builds a config and a workdir, runs
 `run(config, workdir)` in this process, and expects the line the launcher prints for what it
-raised (`launch.one_line`); the launcher itself is exercised for what only it handles (a stray
+raised (`jaxcap.errors.one_line`); the launcher itself is exercised for what only it handles (a stray
 argument, `--debug`, a second launch on a workdir in use), and a user without write access is
 played by `nobody` (setpriv) when the tests run as root, since root writes anywhere. Launches
 run in children of the fork server (fork_server.ForkServer), as `python -m jaxcap.launch` runs,

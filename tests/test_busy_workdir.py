@@ -1,5 +1,5 @@
-"""A launch on a workdir another process writes is refused before absl, ml_collections or any
-heavy library is imported (jaxcap/launch.py `_lock_before_imports`): in the time Python takes to
+"""A launch on a workdir another process writes is refused before absl, ml_collections or any heavy
+library is imported (jaxcap/main/early_lock.py `lock_before_imports`): in the time Python takes to
 start, not in the seconds their imports take on a loaded machine. No timer: what was imported."""
 
 import fcntl

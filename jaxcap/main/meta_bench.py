@@ -16,7 +16,6 @@ seconds against it). The target (docs/meta-model.md, "Against the targets"): 2,0
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from absl import flags
@@ -53,48 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     nuts_cfg.update({k: v for k, v in overrides.items() if v is not None})
 
     meta_fit.reserve_chain_devices(nuts_cfg["chains"])  # before JAX starts, as launch does
-    import numpy as np
-
+    from jaxcap.benchmarks import nuts_fit  # imports JAX: after the devices are reserved
     from jaxcap.core import runtime
-    from jaxcap.meta import data as meta_data
-    from jaxcap.meta import simulate as meta_simulate
 
     if args.cache:
         runtime.enable_compilation_cache(args.cache)
-    n_levels = max(1, round(args.rows / (2 * args.families * args.seeds)))
-    truth = meta_simulate.default_truth(n_levels=n_levels, n_families=args.families)
-    rows, _ = meta_simulate.simulate_rows(truth, seeds=args.seeds, rng=np.random.default_rng(0))
-    table = meta_data.build_table(rows)
-    runs = []
-    for i in range(args.repeats):
-        settings = meta_fit.NutsSettings(**{**nuts_cfg, "seed": i})
-        posterior, _ = meta_fit.fit(table, settings)
-        diag = posterior.meta.diagnostics
-        runs.append(
-            {
-                "seconds": round(posterior.meta.seconds, 2),
-                "max_rhat": round(diag.max_rhat, 4),
-                "worst_rhat_site": max(diag.rhat, key=diag.rhat.get) if diag.rhat else None,
-                "min_ess": round(diag.min_ess, 1),
-                "divergences": diag.divergences,
-                "mean_leapfrog_steps": round(diag.mean_steps, 1),
-            }
-        )
-    import jax
-
-    out = {
-        "rows": len(table.rows),
-        "cells": len({(r.arch, r.level) for r in table.rows}),
-        "levels": len(table.levels),
-        "families": len(table.families),
-        "archs": len(table.archs),
-        "nuts": {**nuts_cfg, "chain_method": meta_fit.chain_method(nuts_cfg["chains"])},
-        "runs": runs,
-        "devices": f"{len(jax.devices('cpu'))} x cpu (NUTS's; default backend {jax.default_backend()})",
-        "cpu_count": os.cpu_count(),
-        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-        "target": {"seconds": 60, "max_rhat": 1.01, "divergences": 0},
-    }
+    table = nuts_fit.simulated_table(args.rows, args.families, args.seeds)
+    out = nuts_fit.describe(table, nuts_cfg, nuts_fit.time_fits(table, nuts_cfg, args.repeats))
     print(json.dumps(out, indent=1))
     return 0
 

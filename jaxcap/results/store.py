@@ -146,7 +146,7 @@ class Store:
                     "(move this one away, or use another --workdir)"
                 ) from None
             # the note describes the run, it does not define it: a note written before the
-            # launcher named the command line's changes in it (jaxcap.launch.annotate_note) resumes
+            # launcher named the command line's changes in it (jaxcap.main.launch.annotate_note) resumes
             diffs = _differences({**config, "note": None}, {**old, "note": None})
             if diffs and self._never_started():
                 print(

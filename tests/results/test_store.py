@@ -62,7 +62,7 @@ def test_config_mismatch_names_the_field(tmp_path):
     (tmp_path / "evals.jsonl").write_text("")  # a run that started (one with only config.json is replaced)
     with pytest.raises(WorkdirMismatch, match=r"config.a.b: 1 in the workdir, 5 now"):
         Store(tmp_path).write_config({"a": {"b": 5}, "c": 2})
-    # the note describes a run, it does not define it (jaxcap.launch.annotate_note changes it)
+    # the note describes a run, it does not define it (jaxcap.main.launch.annotate_note changes it)
     Store(tmp_path).write_config({"a": {"b": 1}, "c": 2, "note": "changed on the command line: c=2"})
 
 
