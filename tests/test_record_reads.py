@@ -206,7 +206,7 @@ def scan_file(path: Path, record: Record, module: str = "") -> list[tuple[int, s
 
 
 def violations(root: Path, record: Record) -> dict[str, list[tuple[int, str]]]:
-    files = [*sorted((root / "jaxcap").rglob("*.py")), *sorted((root / "tests").rglob("*.py"))]
+    files = [*sorted(p for d in ("jaxcap", "studies", "tests") for p in (root / d).rglob("*.py"))]
     out = {}
     for path in files:
         rel = str(path.relative_to(root))
