@@ -470,7 +470,7 @@ def test_report_on_a_workdir_this_user_cannot_write_is_one_line(tmp_path, monkey
     report/ fails as root never sees it, so the write is played by the error it raises."""
     import errno
 
-    from jaxcap import report
+    from jaxcap.main import report
 
     workdir = existing(smoke())(tmp_path)
 

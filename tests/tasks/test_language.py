@@ -166,9 +166,9 @@ def test_shakespeare_loader_on_a_tiny_corpus(tmp_path):
     assert task.chance({}) == pytest.approx(
         max(Counter(shakespeare.decode(texts["train"])).values()) / len(texts["train"])
     )
-    with pytest.raises(tasks.base.ConfigError, match="config.task.eval_genres"):
+    with pytest.raises(tasks.contract.ConfigError, match="config.task.eval_genres"):
         tasks.build({**cfg, "eval_genres": "comedies"}).check()
-    with pytest.raises(tasks.base.ConfigError, match="config.task.train_genres: got 'poems'"):
+    with pytest.raises(tasks.contract.ConfigError, match="config.task.train_genres: got 'poems'"):
         tasks.build({**cfg, "train_genres": "poems"}).check()
 
 
