@@ -33,7 +33,7 @@ def run(config: ml_collections.ConfigDict, workdir: str):
         enable_compilation_cache(None if cache == "default" else cache)
     store = Store(workdir)  # the first write into the workdir: after every check above
     # one process writes a workdir at a time; metric writers (jaxcap.training.writers) are off by default
-    with store.writer(), writers.tracking(config.runtime, store.root, config.to_dict()):
+    with store.writer(), writers.tracking(plan.runtime, store.root, config.to_dict()):
         store.write_config(identity(config))
         print(f"jaxcap: {describe_devices()}; workdir {store.root}", flush=True)
         if config.note:

@@ -237,7 +237,7 @@ def check_budget(c, storage_root, workdirs):
 
     rows = [r for w in workdirs for r in Store(w).member_rows()]
     storage = study_lib.make_storage(c.study.storage, storage_root)
-    for level in study_lib.levels(c):
+    for level in study_lib.levels(c.sweep.task.to_dict()):
         name = study_lib.study_name(c.study, "modulo", level)
         trials = optuna.load_study(study_name=name, storage=storage).trials
         assert [t.number for t in trials] == list(range(c.study.n_trials))

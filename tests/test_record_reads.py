@@ -1,7 +1,7 @@
 """No string-key reads of a record's fields outside the record's module: the posterior's metadata
-(`meta["families"]`), the capacity summary (`summary["c_mem"]`) and the hpo level table
-(`lv["best"]`) are records read by attribute, so a renamed field fails at import-time lint, not
-at the end of a run.
+(`meta["families"]`), the meta-model table's levels (`table.levels[i]["bits"]`), the capacity
+summary (`summary["c_mem"]`) and the hpo level table (`lv["best"]`) are records read by
+attribute, so a renamed field fails at import-time lint, not at the end of a run.
 
 The scan is a small taint analysis over each function's AST: an expression that holds a record
 (`x.meta`, `read_meta(...)`, `capacity.summarize(...)`, a name bound to one, an item or field
@@ -68,6 +68,16 @@ RECORDS = (
         calls=("read_meta", "posterior_meta", "table_meta"),
         names=("meta",),
         parts=("levels", "family_info", "nuts", "diagnostics", "pilot"),
+    ),
+    Record(
+        "table levels",
+        ("jaxcap/meta/posterior_meta.py",),
+        _fields(LevelInfo),
+        attrs=("levels",),
+        calls=("build_table", "load_table", "read_table", "with_measure"),
+        names=("levels", "level_info"),
+        scope=("jaxcap.meta", "jaxcap.experiments.pilot"),
+        parts=("levels",),
     ),
     Record(
         "capacity summary",
@@ -265,8 +275,17 @@ def test_the_scan_finds_planted_reads(tmp_path):
         "    meta = posterior.meta\n"
         "    return meta.families[meta.reference], row['label'], cursor['step']\n"
     )
-    meta, capacity, hpo = (violations(tmp_path, r) for r in RECORDS)
+    (tmp_path / "jaxcap" / "level_reader.py").write_text(
+        "from jaxcap.meta.data import read_table\n"
+        "def hardest(path, table, rows):\n"
+        "    first = next(lv for lv in read_table(path).levels if lv.family == 0)\n"
+        "    level = table.levels[rows[0].level]\n"
+        "    designs = [lv.get('design') for lv in table.levels]\n"
+        "    return first['label'], level['fields'], designs, first.bits, rows[0]['label']\n"
+    )
+    meta, levels, capacity, hpo = (violations(tmp_path, r) for r in RECORDS)
     assert meta == {"jaxcap/planted.py": [(4, "label"), (6, "reference"), (6, "stamp")]}, meta
+    assert levels == {"jaxcap/level_reader.py": [(5, "design"), (6, "fields"), (6, "label")]}, levels
     assert capacity == {"jaxcap/capacity_reader.py": [(6, "c_mem_seeds"), (6, "label")]}, capacity
     assert hpo == {"jaxcap/hpo_reader.py": [(5, "best"), (5, "median")]}, hpo
 

@@ -2,8 +2,10 @@
 
 Each rule raises one `ConfigError` line naming the config field a user would change, so a config
 is parsed into buckets rather than validated first: a bucket that exists is one a run can train.
-Rules of one object alone live with it (`ModelConfig.__post_init__`, `Task.check`); these are the
-rules between the task, the model, the training settings and the members.
+Rules of one object alone live with it and run when it is built (`ModelConfig.__post_init__`,
+`Task.check` from `Task.__post_init__`); these are the rules between the task, the model, the
+training settings and the members, and what the task reads from outside the config
+(`Task.check_resources`: packages and data, too slow for the task's constructor).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def check(bucket: Any) -> None:
         )
     if m.pos_encoding == "sinusoidal" and m.d_model % 2:
         raise ConfigError(f"config.model.d_model: got {m.d_model}; allowed: even with sinusoidal positions")
-    task.check()
+    task.check_resources()
     _check_model(m, task)
     _check_sizes(bucket)
 

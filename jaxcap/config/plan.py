@@ -233,10 +233,10 @@ def build_bucket(config: ml_collections.ConfigDict, name: str, label: str) -> Bu
         members=members,
         grid=grid,
     )
-    for knob, values in config.sweep.task.items():
+    for knob, values in config.sweep.task.items():  # each swept value is a task of its own
         for i, value in enumerate(values):
             try:
-                tasks.build({**config.task.to_dict(), knob: value}).check()
+                tasks.build({**config.task.to_dict(), knob: value})
             except ConfigError as e:
                 raise ConfigError(f"config.sweep.task.{knob}[{i}]: {value!r}: {e}") from None
     return bucket

@@ -2,13 +2,7 @@
 
     python -m jaxcap.main.measure_scores runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
 
-Per measure (jaxcap/meta/measures.py) the workdir's table.json takes that covariate and is fitted
-twice: the full NUTS fit (σ_θ, the spread of log θ over families, median and 90 % interval; each
-family's θ and κ; sampler diagnostics) and leave one family out with no pilot runs (k = 0,
-jaxcap.meta.validate with designs ("families",)): each held-out family's Brier beside the base
-rate's. σ_θ is in log-bits, so a measure b^a of another has a·σ_θ and κ/a; σ_θ·κ̄ (κ̄ = exp μ_logκ,
-the typical slope) is the spread in logits, comparable across measures. Monotone tests:
-jaxcap/meta/difficulty.py. NUTS here draws 1,000 + 1,000 x 4 chains (calibrate: 1,000 + 4,000).
+What it measures and why: the module docstring of jaxcap/meta/measure_fits.py.
 """
 
 from __future__ import annotations

@@ -2,12 +2,7 @@
 
     python -m jaxcap.main.out_of_grid --posterior runs/calibrate --workdirs runs/modulo_new [--json]
 
-validate.py holds out cells of the calibrate table itself; a user asks about other levels,
-trained another day. Here a calibrate run's posterior predicts every cell of other population
-workdirs, each level as a new level, scored with jaxcap/meta/scores.py against the calibrate
-table's base rate and per-family rates. A family or architecture outside the fit is an error.
-
-Details: docs/design.md#jaxcapmetaout_of_grid_scorespy.
+What it measures and why: the module docstring of jaxcap/meta/out_of_grid_scores.py.
 """
 
 from __future__ import annotations

@@ -2,16 +2,7 @@
 
     python -m jaxcap.main.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
 
-On simulated families with a known b* (pilot_world.py), each rule of pilot_sequence.py
-(`design`, calibrate's `bisection_grid`, `design_after_grid`) trains pilots until the fit's 90 %
-b* interval (pilot.fit_family after every pass) has hi/lo <= the strictest of `targets`, `cap`
-runs, or nothing is left (bisection with no untried level inside a flip). One fit judges every
-rule, so they stop at equal accuracy; coverage of the true b* where a target is crossed checks
-it. Per target: fraction reaching it, median and mean runs (censored at `cap`), runs relative
-to bisection_grid, coverage; and each rule's interval at equal runs (where bisection_grid
-stopped): should calibrate's boundary rounds use information gain? Candidates spaced wider than
-a level's spread σ bound how narrow any rule's interval gets (`--levels`, `--prior_mass`).
-Bayesian adaptive design for binary responses: Chaloner & Verdinelli 1995, Stat. Sci. 10.
+What it measures and why: the module docstring of jaxcap/meta/pilot_simulation.py.
 """
 
 from __future__ import annotations

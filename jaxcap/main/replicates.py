@@ -2,12 +2,7 @@
 
     python -m jaxcap.main.replicates runs/cal_seed0 runs/cal_seed1 runs/cal_seed2 [--markdown]
 
-One run's Brier or coverage mixes the meta-model's quality with the luck of its seeds, so the
-table reports, per split and method, the mean and [min, max] over runs with different data seeds
-(replicated over training runs, not bootstrap resamples: Bouthillier et al. 2021,
-arXiv:2103.03098), and PIT coverage pooled over runs with a Jeffreys interval.
-
-Details: docs/design.md#jaxcapmetareplicate_tablespy.
+What it measures and why: the module docstring of jaxcap/meta/replicate_tables.py.
 """
 
 from __future__ import annotations

@@ -94,8 +94,8 @@ def cell_data(
     keys, trials, successes = cells(table)
     if held is not None:
         trials, successes = trials * ~held, successes * ~held
-    log_bits = np.log([lv["bits"] for lv in table.levels])
-    level_family = np.array([lv["family"] for lv in table.levels], np.int32)
+    log_bits = np.log([lv.bits for lv in table.levels])
+    level_family = np.array([lv.family for lv in table.levels], np.int32)
     arch_fitted = np.bincount(keys[:, 0], weights=trials, minlength=len(table.archs)) > 0
     arch = arch_design(table, arch_fitted)
     data = {

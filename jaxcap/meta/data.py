@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxcap.meta.difficulty import covariate
+from jaxcap.meta.posterior_meta import LevelInfo
 from jaxcap.models import ModelConfig, param_count
 from jaxcap.models.config import MODEL_FIELDS, PRECISION_BITS
 from jaxcap.results import outcomes
@@ -129,21 +130,22 @@ class Table:
     rows: list[TableRow]
     archs: list[dict]  # the model fields of each architecture
     families: list[str]
-    levels: list[dict]  # family (int), complexity_bits (nominal), bits + covariate, fields, label
+    levels: list[LevelInfo]  # family (int), complexity_bits (nominal), bits + covariate, fields, label
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Table:
-        return cls(
-            [TableRow.from_json(r) for r in data["rows"]], data["archs"], data["families"], data["levels"]
-        )
+        rows = [TableRow.from_json(r) for r in data["rows"]]
+        return cls(rows, data["archs"], data["families"], [LevelInfo.from_json(lv) for lv in data["levels"]])
 
     def to_json(self) -> dict[str, Any]:
         rows = [r.to_json() for r in self.rows]
-        return {"rows": rows, "archs": self.archs, "families": self.families, "levels": self.levels}
+        levels = [lv.to_json() for lv in self.levels]
+        return {"rows": rows, "archs": self.archs, "families": self.families, "levels": levels}
 
     @property
     def fingerprint(self) -> str:
-        text = _key([[r.to_json() for r in self.rows], self.archs, self.families, self.levels])
+        levels = [lv.to_json() for lv in self.levels]
+        text = _key([[r.to_json() for r in self.rows], self.archs, self.families, levels])
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def arch_label(self, a: int) -> str:
@@ -189,7 +191,7 @@ def build_table(rows: list[MemberRow]) -> Table:
     archs: dict[str, int] = {}
     families: dict[str, int] = {}
     levels: dict[tuple, int] = {}
-    level_info: list[dict] = []
+    level_info: list[LevelInfo] = []
     out = []
     for r in rows:  # codes in order of first appearance: workdirs in the order given
         a = archs.setdefault(_key(arch_fields(r)), len(archs))
@@ -199,15 +201,8 @@ def build_table(rows: list[MemberRow]) -> Table:
         if lk not in levels:
             levels[lk] = len(levels)
             name, bits = covariate(r.family, r.task, r.complexity_bits)
-            level_info.append(
-                {
-                    "family": f,
-                    "complexity_bits": float(r.complexity_bits),
-                    "bits": bits,  # the model's difficulty covariate (jaxcap/meta/difficulty.py)
-                    "covariate": name,
-                    "fields": fields,
-                }
-            )
+            # `bits` is the model's difficulty covariate (jaxcap/meta/difficulty.py)
+            level_info.append(LevelInfo(f, float(r.complexity_bits), bits, name, fields))
         out.append(
             TableRow(
                 arch=a,
@@ -227,12 +222,13 @@ def build_table(rows: list[MemberRow]) -> Table:
             )
         )
     for f in range(len(families)):  # label each level by the task fields that vary in its family
-        mine = [lv for lv in level_info if lv["family"] == f]
-        varying = sorted(k for k in mine[0]["fields"] if len({_key(lv["fields"][k]) for lv in mine}) > 1)
-        for lv in mine:
-            lv["label"] = (
-                ",".join(f"{k}={lv['fields'][k]}" for k in varying) or f"{lv['complexity_bits']:.3g}b"
-            )
+        mine = [i for i, lv in enumerate(level_info) if lv.family == f]
+        first = level_info[mine[0]].fields
+        varying = sorted(k for k in first if len({_key(level_info[i].fields[k]) for i in mine}) > 1)
+        for i in mine:
+            lv = level_info[i]
+            label = ",".join(f"{k}={lv.fields[k]}" for k in varying) or f"{lv.complexity_bits:.3g}b"
+            level_info[i] = dataclasses.replace(lv, label=label)
     arch_list = [json.loads(k) for k in archs]
     return Table(out, arch_list, list(families), level_info)
 

@@ -85,7 +85,7 @@ def level_counts(table: Table, family: str) -> dict[float, tuple[int, int]]:
     for r in table.rows:
         if r.family == f:
             runs.setdefault(r.level, []).append(r.success)
-    return {table.levels[lv]["bits"]: (len(v), int(sum(v))) for lv, v in runs.items()}
+    return {table.levels[lv].bits: (len(v), int(sum(v))) for lv, v in runs.items()}
 
 
 def candidate_counts(
@@ -107,7 +107,10 @@ def next_levels(cand_bits: list[float], trained_bits: dict[float, float], n: int
 
 
 def tag_levels(table: Table, boundary_sources: set[str]) -> None:
-    """levels[i]["design"] = "boundary" for levels trained by a bisection round, else "grid"."""
+    """Set each level's `design`: "boundary" for levels trained by a bisection round, else "grid"
+    (the records are frozen: the table's list gets new ones)."""
     boundary = {r.level for r in table.rows if r.source in boundary_sources}
-    for i, lv in enumerate(table.levels):
-        lv["design"] = "boundary" if i in boundary else "grid"
+    table.levels[:] = [
+        dataclasses.replace(lv, design="boundary" if i in boundary else "grid")
+        for i, lv in enumerate(table.levels)
+    ]

@@ -100,9 +100,9 @@ def family_checks(table) -> list[dict]:
             lv = sorted(cells)
             k = np.array([sum(cells[i]) for i in lv])
             n = np.array([len(cells[i]) for i in lv])
-            test = {"family": name, "arch": a, "covariate": table.levels[lv[0]]["covariate"]}
-            test["test"] = monotone_test(np.array([table.levels[i]["bits"] for i in lv]), k, n)
-            test["nominal"] = monotone_test(np.array([table.levels[i]["complexity_bits"] for i in lv]), k, n)
+            test = {"family": name, "arch": a, "covariate": table.levels[lv[0]].covariate}
+            test["test"] = monotone_test(np.array([table.levels[i].bits for i in lv]), k, n)
+            test["nominal"] = monotone_test(np.array([table.levels[i].complexity_bits for i in lv]), k, n)
             out.append(test)
     return out
 
@@ -174,8 +174,7 @@ def checked_level_bits(family: str, fixed: dict, field: str, value) -> float:
     rule = cls.SCHEMA.get(field)
     if rule is not None:
         rule(f"config.task.{field}", value)
-    task = _build(cls, {**fixed, field: value})
-    task.check()
+    task = _build(cls, {**fixed, field: value})  # checks itself
     knobs = {k: getattr(task, k) for k in task.spec.knobs}
     fields = {**dataclasses.asdict(task), **knobs}
     return covariate(family.split(":")[0], fields, task.complexity_bits(knobs))[1]

@@ -39,7 +39,7 @@ from jaxcap.meta.cells import (
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.posterior import SITES, Posterior
-from jaxcap.meta.posterior_meta import FamilyInfo, FitDiagnostics, LevelInfo, NutsRecord, PosteriorMeta
+from jaxcap.meta.posterior_meta import FamilyInfo, FitDiagnostics, NutsRecord, PosteriorMeta
 
 # The sampler-health targets report.md checks (scorecard.sampler_health). R-hat <= 1.01 and bulk
 # ESS >= 100 per chain, 400 with 4 chains: Vehtari et al. 2021. Divergences, the project's own
@@ -219,12 +219,10 @@ def table_meta(table: Table, reference: int) -> PosteriorMeta:
         budgets=[table.budgets(a) for a in range(len(table.archs))],
         families=table.families,
         family_info=[
-            FamilyInfo.from_json(
-                family_info(name, [lv["fields"] for lv in table.levels if lv["family"] == f])
-            )
+            FamilyInfo.from_json(family_info(name, [lv.fields for lv in table.levels if lv.family == f]))
             for f, name in enumerate(table.families)
         ],
-        levels=[LevelInfo.from_json(lv) for lv in table.levels],
+        levels=list(table.levels),
         reference=reference,
         arch_covariates=list(metamodel.ARCH_COVARIATES),
         arch_center=arch_design(table)["center"].tolist(),  # a new architecture is centred on it

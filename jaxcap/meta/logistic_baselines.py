@@ -20,6 +20,7 @@ import dataclasses
 import numpy as np
 
 from jaxcap.meta.data import TableRow
+from jaxcap.meta.posterior_meta import LevelInfo
 
 PENALTY = 1.0
 
@@ -65,12 +66,12 @@ class Logistic:
         return 1.0 / (1.0 + np.exp(-(self.features(log_bits, arch, family) @ self.w)))
 
 
-def _columns(rows: list[TableRow], levels: list[dict]) -> tuple[np.ndarray, ...]:
-    log_bits = np.log([levels[r.level]["bits"] for r in rows])
+def _columns(rows: list[TableRow], levels: list[LevelInfo]) -> tuple[np.ndarray, ...]:
+    log_bits = np.log([levels[r.level].bits for r in rows])
     return log_bits, np.array([r.arch for r in rows]), np.array([r.family for r in rows])
 
 
-def fit_baselines(rows: list[TableRow], levels: list[dict], n_arch: int, n_family: int) -> dict:
+def fit_baselines(rows: list[TableRow], levels: list[LevelInfo], n_arch: int, n_family: int) -> dict:
     """Every baseline fitted to table rows (the meta-model's covariate `bits` for all)."""
     log_bits, arch, fam = _columns(rows, levels)
     y = np.array([r.success for r in rows], np.float64)
@@ -96,7 +97,7 @@ def fit_baselines(rows: list[TableRow], levels: list[dict], n_arch: int, n_famil
     }
 
 
-def predict_baselines(models: dict, rows: list[TableRow], levels: list[dict]) -> dict[str, np.ndarray]:
+def predict_baselines(models: dict, rows: list[TableRow], levels: list[LevelInfo]) -> dict[str, np.ndarray]:
     """P(success) of each row under each baseline; a family outside a baseline's fit falls back
     to the pooled regression (the family-intercept model, to its mean intercept)."""
     log_bits, arch, fam = _columns(rows, levels)

@@ -81,9 +81,7 @@ def worst(diagnostics: list[dict]) -> dict:
 def score_measure(t: Table, name: str, nuts: fit.NutsSettings, reference: str = "") -> MeasureScore:
     """The full fit and the k = 0 leave-one-family-out fits of `t`, a table whose covariate is
     measure `name` (measures.with_measure)."""
-    bits = {
-        fam: sorted(lv["bits"] for lv in t.levels if lv["family"] == f) for f, fam in enumerate(t.families)
-    }
+    bits = {fam: sorted(lv.bits for lv in t.levels if lv.family == f) for f, fam in enumerate(t.families)}
     start = time.time()
     posterior, _ = fit.fit(t, nuts, reference)
     fit_seconds = time.time() - start

@@ -48,8 +48,7 @@ def build_task(family: str, fields: dict) -> Task:
         raise ValueError(f"measures: family {family!r}: not a registered task; allowed: a jaxcap task family")
     names = {f.name for f in dataclasses.fields(cls)}
     try:
-        task = cls(**{k: v for k, v in fields.items() if k in names})
-        task.check()
+        task = cls(**{k: v for k, v in fields.items() if k in names})  # checks itself
     except (ConfigError, TypeError) as e:
         raise ValueError(f"measures: {family} level {fields}: {e}") from None
     return task
@@ -178,13 +177,14 @@ def with_measure(table: Table, name: str) -> Table:
     (fn,) = [MEASURES[n] for n in check_names([name])]
     levels = []
     for lv in table.levels:
-        family = table.families[lv["family"]]
-        bits = float(fn(family, lv["fields"]))
+        family = table.families[lv.family]
+        bits = float(fn(family, lv.fields))
         if not bits > 0:
+            label = lv.fields if lv.label is None else lv.label
             raise ValueError(
-                f"measures: {name} of {family} level {lv.get('label', lv['fields'])} is {bits} bits; "
+                f"measures: {name} of {family} level {label} is {bits} bits; "
                 "allowed: levels whose measure is > 0 (the model reads log bits)"
             )
-        cov = covariate(family.split(":")[0], lv["fields"], lv["complexity_bits"])[0]
-        levels.append({**lv, "bits": bits, "covariate": cov if name == "nominal" else name})
+        cov = covariate(family.split(":")[0], lv.fields, lv.complexity_bits)[0]
+        levels.append(dataclasses.replace(lv, bits=bits, covariate=cov if name == "nominal" else name))
     return Table(list(table.rows), [dict(a) for a in table.archs], list(table.families), levels)

@@ -32,7 +32,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
     bstar = boundary_bits(d)
     for f, ax in enumerate(axes[0]):
-        bits = [lv["bits"] for lv in table.levels if lv["family"] == f]
+        bits = [lv.bits for lv in table.levels if lv.family == f]
         grid = np.geomspace(min(bits) / 1.5, max(bits) * 1.5, 60)
         for a in range(len(meta.arch_labels)):
             color = colors[a % len(colors)]
@@ -48,7 +48,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
             for r in table.rows:
                 if r.family == f and r.arch == a:
                     obs.setdefault(r.level, []).append(r.success)
-            xs = [table.levels[lv]["bits"] for lv in obs]
+            xs = [table.levels[lv].bits for lv in obs]
             ax.scatter(
                 xs,
                 [np.mean(v) for v in obs.values()],
@@ -62,7 +62,7 @@ def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.G
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
         ax.set_ylim(-0.03, 1.03)
         ax.set_title(meta.families[f] + (" (θ = 1)" if f == meta.reference else ""))
-        covariate = next(lv.get("covariate", "complexity") for lv in table.levels if lv["family"] == f)
+        covariate = next(lv.covariate or "complexity" for lv in table.levels if lv.family == f)
         ax.set_xlabel(f"{covariate} (bits)")
     axes[0][0].set_ylabel("P(success)")
     handles = axes[0][0].get_legend_handles_labels()[0]

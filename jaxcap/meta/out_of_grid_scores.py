@@ -39,16 +39,13 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
             raise ValueError(f"--workdirs: {what} is not in the fit; out-of-grid scores new levels only")
         f, a = meta.families.index(name), arch_of[key]
         level = new.levels[lv]
-        fields = {k: v for k, v in level["fields"].items()}
-        seen_levels += any(x.family == f and x.fields == fields for x in meta.levels)
-        log_b = np.log([level["bits"]])
+        seen_levels += any(x.family == f and x.fields == level.fields for x in meta.levels)
+        log_b = np.log([level.bits])
         p = success_probability(posterior.draws, log_b, rng, arch=a, family=f)[:, 0]
         typical = success_probability(posterior.draws, log_b, rng, arch=a, family=f, marginal=True)[:, 0]
         ys = [int(r.success) for r in group]
-        rec = cell_record(
-            (a, f, level["label"]), p, len(ys), sum(ys), rng, typical, posterior.draws.get("rho")
-        )
-        cells_out.append({**rec, "bits": level["bits"], "covariate": level["covariate"]})
+        rec = cell_record((a, f, level.label), p, len(ys), sum(ys), rng, typical, posterior.draws.get("rho"))
+        cells_out.append({**rec, "bits": level.bits, "covariate": level.covariate})
         family_rate = y_fit[fam_fit == name].mean()
         rows += [
             {

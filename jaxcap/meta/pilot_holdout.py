@@ -61,7 +61,7 @@ def family_pool(table: Table, f: int) -> Pool:
         np.array([r.success for r in sorted((r for r in table.rows if r.level == lv), key=lambda r: r.seed)])
         for lv in levels
     ]
-    return Pool(levels, np.log([table.levels[lv]["bits"] for lv in levels]), outcomes)
+    return Pool(levels, np.log([table.levels[lv].bits for lv in levels]), outcomes)
 
 
 def empirical_boundary(pool: Pool) -> float | None:

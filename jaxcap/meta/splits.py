@@ -32,7 +32,7 @@ class Fold:
 
 
 def _family_levels(table: Table, f: int) -> list[int]:
-    return [i for i, lv in enumerate(table.levels) if lv["family"] == f]
+    return [i for i, lv in enumerate(table.levels) if lv.family == f]
 
 
 def _level_outcomes(table: Table) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +75,7 @@ def stratified_level_folds(table: Table, n_folds: int, seed: int, tries: int = 2
 def top_levels(table: Table, f: int, fraction: float = 0.25) -> np.ndarray:
     """The hardest ceil(fraction x levels) of family f by its covariate, fewer if the family would
     keep no success or no failure; boolean over levels."""
-    mine = sorted(_family_levels(table, f), key=lambda i: table.levels[i]["bits"])
+    mine = sorted(_family_levels(table, f), key=lambda i: table.levels[i].bits)
     won, lost = _level_outcomes(table)
     n = max(1, int(np.ceil(fraction * len(mine))))
     while n > 0 and not _keeps_both(set(mine[-n:]), mine, won, lost):

@@ -73,7 +73,7 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
         key = (r.arch, r.family, r.level)
         if key not in p_cell:  # a new level (fresh effect), family or architecture
             family = None if r.family in new_families else r.family
-            log_b = np.log([table.levels[r.level]["bits"]])
+            log_b = np.log([table.levels[r.level].bits])
             # a held-out architecture's log C in the fold's own draws is its regression prediction
             # (its z_C had no data), which is how predict treats a new architecture
             where = dict(arch=r.arch, family=family)
@@ -84,7 +84,7 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
                 **dict(zip(("arch", "family", "level"), key)),
                 "y": int(r.success),
                 "fold": f"{fold.kind} {fold.name}",
-                "design": table.levels[r.level].get("design", "grid"),
+                "design": table.levels[r.level].design or "grid",
                 "meta_model": float(p_cell[key].mean()),
                 **{m: float(base[m][i]) for m in BASELINES},
             }
@@ -93,7 +93,7 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
     for key, p in p_cell.items():
         ys = [o["y"] for o in rows if (o["arch"], o["family"], o["level"]) == key]
         rec = cell_record(key, p, len(ys), sum(ys), rng, p_typical[key], draws.get("rho"))
-        design = table.levels[key[2]].get("design", "grid")
+        design = table.levels[key[2]].design or "grid"
         out_cells.append({**rec, "fold": f"{fold.kind} {fold.name}", "design": design})
     return rows, out_cells, {"new_archs": sorted(new_archs), "new_families": sorted(new_families)}
 

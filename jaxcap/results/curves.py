@@ -149,7 +149,7 @@ class Curves:
         spec = self._spec(bucket, name, dimension_names=["member"], attributes=attrs)
         ts.open(spec, create=True, dtype=dtype, shape=[len(values)]).result().write(array).result()
 
-    def _consolidate(self) -> None:
+    def consolidate(self) -> None:
         """Every group's and array's metadata inline in the root's zarr.json (zarr-python's
         consolidated metadata), so readers open the store without listing it."""
         with warnings.catch_warnings():  # zarr-python's own format, as xarray reads it: no news
@@ -168,9 +168,12 @@ class Curves:
         names: list[str],
         table: np.ndarray,
         coords: dict[str, list] | None = None,
+        consolidate: bool = True,
     ) -> None:
         """One eval: `table` is [member, metric] in the order of `names`; `coords` (per-member
-        values by name) are written when the bucket's group is created."""
+        values by name) are written when the bucket's group is created. `consolidate=False` leaves
+        the root's consolidated metadata as it was unless the group is new: it walks every bucket,
+        so the training loop refreshes it only when it checkpoints."""
         if self._legacy(bucket):  # rewrite it in today's layout, then go on appending
             old_names, old = self.read(bucket)
             shutil.rmtree(self.root / bucket)
@@ -179,14 +182,15 @@ class Curves:
         curves = self._open(bucket, "curves")
         if curves is None:
             self._create(bucket, names, table.shape[0], coords)
-            curves = self._open(bucket, "curves")
+            curves, consolidate = self._open(bucket, "curves"), True
         steps = self._open(bucket, "step")
         n = curves.shape[1]
         curves = curves.resize(exclusive_max=[curves.shape[0], n + 1, curves.shape[2]]).result()
         curves[:, n : n + 1, :].write(table[:, None, :].astype(np.float32)).result()
         steps = steps.resize(exclusive_max=[n + 1]).result()
         steps[n : n + 1].write(np.array([step], np.int64)).result()
-        self._consolidate()
+        if consolidate:
+            self.consolidate()
 
     def truncate(self, bucket: str, n_evals: int) -> None:
         """Keep the first `n_evals` evals of a bucket (resume)."""
@@ -199,7 +203,7 @@ class Curves:
         if curves is not None and curves.shape[1] > n_evals:
             curves.resize(exclusive_max=[curves.shape[0], n_evals, curves.shape[2]]).result()
             steps.resize(exclusive_max=[n_evals]).result()
-            self._consolidate()
+            self.consolidate()
 
     def read(self, bucket: str) -> tuple[list[str], np.ndarray]:
         """(names, array [member, eval, metric]) with the step as metric 0, named 'step'."""

@@ -213,10 +213,12 @@ class Store:
         metrics: dict[str, np.ndarray],
         coords: dict[str, list] | None = None,
         fields: tuple[str, ...] = (),
+        consolidate: bool = True,
     ) -> None:
         """One row per member for this eval point, and the same numbers into curves.zarr.
         `coords` are per-member coordinates (`jaxcap.results.tables.member_coords`, written into
-        curves.zarr); each row also carries those named in `fields` (its level and seed)."""
+        curves.zarr); each row also carries those named in `fields` (its level and seed);
+        `consolidate` refreshes curves.zarr's consolidated metadata (`Curves.append`)."""
         names = list(metrics)
         table = np.stack([np.asarray(metrics[n], np.float64) for n in names], axis=1)  # [P, M]
         lines = []
@@ -233,7 +235,7 @@ class Store:
             f.write(text.encode())
             f.flush()
             os.fsync(f.fileno())
-        Curves(self.curves_path).append(bucket, step, names, table, coords)
+        Curves(self.curves_path).append(bucket, step, names, table, coords, consolidate)
 
     def truncate(self, bucket: str, n_evals: int) -> None:
         """Cut this bucket's evals back to its first `n_evals` eval points (resume)."""

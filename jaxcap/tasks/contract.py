@@ -119,8 +119,14 @@ class Task(abc.ABC):
     def default_knobs(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.spec.knobs}
 
+    def __post_init__(self) -> None:
+        # parse, don't validate: a task that exists is one a run can use, however it was built
+        # (a config, `dataclasses.replace`, a results row)
+        self.check()
+
     def check(self) -> None:
-        """Raise ConfigError for values that are individually fine but impossible together."""
+        """Raise ConfigError for values that are individually fine but impossible together. The
+        constructor runs it, so it reads the fields only: no packages, no files, no data."""
         n_train, n_val, n_test = self.split_sizes()
         if not self.is_stream and min(n_train, n_val, n_test) < 1:
             raise ConfigError(
@@ -128,6 +134,12 @@ class Task(abc.ABC):
                 f"{n_val} val and {n_test} test examples of {self.n_examples()}; allowed: a fraction "
                 "leaving at least one of each"
             )
+
+    def check_resources(self) -> None:
+        """Raise ConfigError if what the task reads from outside its fields is missing or does not
+        fit them (an optional package, a data cache). It may load data, so it is not run by the
+        constructor: a bucket runs it when it is built (jaxcap.config.bucket_checks)."""
+        return None  # most tasks read nothing but their fields
 
     # --- shared plumbing -----------------------------------------------------------------
     @property

@@ -122,8 +122,10 @@ class Sentiment(Task):
             )
         if self.n_words % 2:
             raise ConfigError(f"config.task.n_words: got {self.n_words}; allowed: an even number")
-        vocabulary(self.n_words, self.min_count)  # a missing package or too few words fails here
         super().check()
+
+    def check_resources(self) -> None:
+        vocabulary(self.n_words, self.min_count)  # a missing package or too few words fails here
 
     @property
     def vocab(self) -> dict[str, Any]:

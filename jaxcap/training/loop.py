@@ -273,10 +273,11 @@ def _train_bucket(bucket, store, runtime, stop_fn, on_eval, extra_metrics, compi
             cursor = dataclasses.replace(cursor, frozen=[bool(f) for f in frozen])
             state = state.replace(frozen=sharding.put(np.asarray(cursor.frozen), mesh))
         cursor = dataclasses.replace(cursor, stopped=bool(stop_fn and stop_fn(cursor)))
-        with clock("store"):
-            store.append_evals(bucket.name, step, host, coords, fields)
+        due = _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor.stopped
+        with clock("store"):  # curves.zarr's consolidated metadata walks every bucket: at saves only
+            store.append_evals(bucket.name, step, host, coords, fields, consolidate=due)
             writers.active().write_eval(step, host, runs)  # TensorBoard / W&B, if on
-        if _checkpoint_due(runtime, chunk, saved_at) or chunk == n_chunks or cursor.stopped:
+        if due:
             with clock("checkpoint"):
                 ckpts.save(step, state, cursor.to_json())
             saved_at = time.monotonic()

@@ -250,9 +250,9 @@ def make_writers(runtime, root: Path) -> Writers:
 
     writers: list[MetricWriter] = []
     if jax.process_index() == 0:  # the other processes hold the same metrics
-        if runtime.get("tensorboard", False):
+        if runtime.tensorboard:
             writers.append(TensorBoardWriter(root / "tensorboard"))
-        if runtime.get("wandb", ""):
+        if runtime.wandb:
             writers.append(WandbWriter(runtime.wandb, root))
     return Writers(writers)
 

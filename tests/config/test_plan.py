@@ -8,6 +8,7 @@ from jaxcap.config.base import base_config, validate
 from jaxcap.config.plan import Bucket, Plan, parse_overrides, variant_configs
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.fields import ConfigError, rules
+from jaxcap.tasks.binop import BinaryOp
 
 
 def _config(*buckets):
@@ -79,3 +80,29 @@ def test_validate_hands_down_a_frozen_typed_plan():
     assert "config" not in {f.name for f in dataclasses.fields(Bucket)}
     assert bucket.seed == 7 and bucket.eval.val_threshold == 0.5 and isinstance(bucket.members, tuple)
     assert bucket.settings.matmul_precision == "highest" and bucket.model.d_model == 16
+
+
+def test_an_impossible_swept_knob_value_names_its_sweep_entry():
+    """Each swept value is built as a task of its own; its constructor's error gets the entry's path."""
+    c = base_config("modulo")
+    c.task.update(digits=1, modulus=7)
+    c.model.update(n_layers=1, d_model=16, n_heads=2, d_head=8, d_ff=32)
+    c.train.batch_size = 16  # within reach of the 5 train examples of 10
+    c.sweep.task.modulus = (5, 20)
+    with pytest.raises(
+        ConfigError, match=r"^config.sweep.task.modulus\[1\]: 20: config.task.modulus: got 20;"
+    ):
+        validate(c)
+
+
+def test_a_bucket_checks_what_its_task_reads(monkeypatch):
+    """Packages and data are not read by a task's constructor; building the bucket checks them."""
+
+    def missing(self):
+        raise ConfigError("config.task.p: the data are missing")
+
+    monkeypatch.setattr(BinaryOp, "check_resources", missing)
+    with pytest.raises(
+        ConfigError, match=r"^config.sweep.buckets\[0\] \(model.d_model=16\): config.task.p: the"
+    ):
+        validate(_config("model.d_model=16"))

@@ -51,11 +51,11 @@ def test_smoke_end_to_end_then_resumed(tmp_path):
         assert (tmp_path / name).exists(), name
     table = meta_data.read_table(tmp_path / "table.json")
     assert table.families == ["modulo", "random_labels"] and len(table.archs) == 1
-    grid = [lv for lv in table.levels if lv["design"] == "grid"]
+    grid = [lv for lv in table.levels if lv.design == "grid"]
     assert len(grid) == 6  # 3 spanning levels per family; bisection adds levels only where success flips
     # the boundary round (information gain, the config's rule) trains levels only where they inform
     bounded = "information round 1 adds" in out.stdout
-    assert bounded == any(lv["design"] == "boundary" for lv in table.levels)
+    assert bounded == any(lv.design == "boundary" for lv in table.levels)
     assert len(table.rows) == 2 * len(table.levels)  # real members.jsonl rows, 2 seeds a level
     posterior = meta_posterior.load_posterior(tmp_path)
     assert posterior.meta.families[posterior.meta.reference] == "random_labels"

@@ -110,7 +110,8 @@ def member(arch: dict, n: int, seed: int, bits: float | None, n_params=1000, sta
     """A members.jsonl row of random labels (16 classes: 4 bits a label) whose final training
     loss stores `bits` (None: diverged)."""
     loss = float("nan") if bits is None else (4.0 * n - bits) * math.log(2.0) / n
-    task = dict(vocab_size=16, seq_len=8, n_classes=16, n_eval=8, dataset_size=n, max_dataset_size=128)
+    # 16 tokens over 16 = 64 bits: RandomLabels refuses fewer than 34 for 128 distinct inputs
+    task = dict(vocab_size=16, seq_len=16, n_classes=16, n_eval=8, dataset_size=n, max_dataset_size=128)
     row = {
         "bucket": "b0",
         "member": seed,

@@ -15,7 +15,7 @@ from jaxcap.fields import ConfigError
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.model import ARCH_COVARIATES
 from jaxcap.meta.pilot import fit_family, prior_particles
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.posterior_meta import LevelInfo, PosteriorMeta
 
 SMOKE = ["--config", "configs/pilot.py:smoke"]
 # dies like SIGKILL right after the first round's line reached pilot.jsonl
@@ -207,7 +207,7 @@ def test_appended_draws_follow_the_weights_and_the_pilot_outcomes(tmp_path):
     particles = prior_particles(base, 0, seed=0)
     log_bits = np.log([10.0, 200.0])  # both failed: b* is well below the prior's (~55 bits)
     fit = fit_family(particles, log_bits, [2, 2], [0, 0])
-    levels = [{"bits": b, "label": f"k={k}", "fields": {"k": k}} for k, b in ((1, 10.0), (3, 200.0))]
+    levels = [LevelInfo(0, bits=b, fields={"k": k}, label=f"k={k}") for k, b in ((1, 10.0), (3, 200.0))]
     record = {"family": "parity", "pilots": fit.pilots, "runs": fit.runs}
     out = append_family(base, fit, "parity", {"field": "k"}, levels, [(2, 0), (2, 0)], record, seed=0)
     n = base.draws["mu_log_C"].shape[0]

@@ -237,12 +237,10 @@ def test_with_measure_swaps_the_covariate_and_round_trips():
         t = measures.with_measure(table, name)
         assert t.rows == table.rows and t.families == table.families and t.archs == table.archs
         for lv, old in zip(t.levels, table.levels):
-            family = table.families[lv["family"]]
-            assert lv["bits"] == pytest.approx(measures.MEASURES[name](family, lv["fields"]))
-            assert {k: v for k, v in lv.items() if k not in ("bits", "covariate")} == {
-                k: v for k, v in old.items() if k not in ("bits", "covariate")
-            }
-            assert lv["covariate"] == (old["covariate"] if name == "nominal" else name)
+            family = table.families[lv.family]
+            assert lv.bits == pytest.approx(measures.MEASURES[name](family, lv.fields))
+            assert dataclasses.replace(lv, bits=old.bits, covariate=old.covariate) == old
+            assert lv.covariate == (old.covariate if name == "nominal" else name)
         back = type(t).from_json(json.loads(json.dumps(t.to_json())))
         assert back.levels == t.levels and back.fingerprint == t.fingerprint
         assert measures.with_measure(t, "nominal").to_json() == table.to_json()
@@ -262,7 +260,8 @@ def test_bad_measures_and_families_are_one_line_errors(capsys):
         measures.table_bits("parity", dict(n=4, k=5))
     with pytest.raises(ValueError, match="allowed: levels whose measure is > 0"):
         one = dataclasses.replace(
-            table, levels=[{**lv, "fields": {**lv["fields"], "dataset_size": 1}} for lv in table.levels]
+            table,
+            levels=[dataclasses.replace(lv, fields={**lv.fields, "dataset_size": 1}) for lv in table.levels],
         )
         measures.with_measure(one, "input_bits")
     with pytest.raises(SystemExit) as info:  # a usage error: exit status 2, one line on stderr

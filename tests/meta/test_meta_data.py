@@ -3,6 +3,7 @@ architectures, cell counts and held-out masks, and reading workdirs (best_trials
 
 import copy
 import dataclasses
+import hashlib
 import json
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 
 from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
+from jaxcap.meta import design as meta_design
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta.model import PRIOR
+from jaxcap.meta.posterior_meta import LevelInfo
 from jaxcap.results.records import MemberRow
 
 
@@ -71,10 +74,10 @@ def test_pruned_dropped_diverged_is_a_failure_and_levels_merge_across_head_sizes
     table = meta_data.build_table(rows)
     assert len(table.rows) == 3 and len(table.levels) == 2 and table.families == ["modulo"]
     assert [r.success for r in table.rows if r.level == 0] == [True, False]
-    assert [lv["label"] for lv in table.levels] == ["modulus=10", "modulus=20"]
+    assert [lv.label for lv in table.levels] == ["modulus=10", "modulus=20"]
     # nominal bits stay next to the model's covariate (modulo: the lookup table, 10 x 2 x log2 20)
-    assert [lv["complexity_bits"] for lv in table.levels] == [np.log2(10), np.log2(20)]
-    assert table.levels[1]["covariate"] == "lookup_bits" and table.levels[1]["bits"] == 20 * np.log2(20)
+    assert [lv.complexity_bits for lv in table.levels] == [np.log2(10), np.log2(20)]
+    assert table.levels[1].covariate == "lookup_bits" and table.levels[1].bits == 20 * np.log2(20)
 
 
 def test_families_and_architectures():
@@ -98,7 +101,7 @@ def test_cells_count_runs_and_held_out_cells_get_no_trials():
     assert data["trials"].shape == (2 * 4 * 8,) and np.all(data["trials"] == 3)
     assert obs.sum() == sum(r.success for r in table.rows)
     assert data["family_fitted"].all() and data["arch_fitted"].all() and bool(data["arch_saturated"])
-    ref_bits = [lv["bits"] for lv in table.levels if lv["family"] == 0]
+    ref_bits = [lv.bits for lv in table.levels if lv.family == 0]
     assert data["log_C_center"] == np.mean(np.log(ref_bits))  # μ_C's prior: the reference's levels
     held = np.isin(data["cell_level"], [0, 5]) | (data["cell_family"] == 3)
     data2, obs2 = meta_cells.cell_data(table, reference=1, held=held)
@@ -136,7 +139,7 @@ def test_workdirs_prefer_best_trials_and_table_round_trips(tmp_path):
     )
     (study / "best_trials.jsonl").write_text(json.dumps(level(40, success=False).to_json()) + "\n")
     table = meta_data.load_table([plain, study])
-    assert [lv["complexity_bits"] for lv in table.levels] == [np.log2(10), np.log2(40)]
+    assert [lv.complexity_bits for lv in table.levels] == [np.log2(10), np.log2(40)]
     assert [r.source for r in table.rows] == [str(plain), str(study)]
     again = meta_data.read_table(meta_data.save_table(table, tmp_path / "table.json"))
     assert again.fingerprint == table.fingerprint and again.rows == table.rows
@@ -151,6 +154,36 @@ def test_table_row_reads_and_writes_the_keys_of_table_json():
     short = {k: v for k, v in written["rows"][0].items() if k != "source"}
     with pytest.raises(ValueError, match="missing key.*source"):
         meta_data.TableRow.from_json(short)
+
+
+def test_levels_are_records_written_as_the_dicts_they_were(tmp_path):
+    """Levels are LevelInfo records; table.json and the fingerprint keep the bytes and key order
+    of the dicts they replace (a fit stamped with the old fingerprint does not refit)."""
+    table = meta_data.build_table([level(10), level(20, success=False)])
+    meta_design.tag_levels(table, {""})  # rows made in memory have source "": every level a boundary
+    assert all(isinstance(lv, LevelInfo) for lv in table.levels)
+    dicts = [
+        {
+            "family": 0,
+            "complexity_bits": float(np.log2(m)),
+            "bits": m * float(np.log2(m)),  # modulo's lookup table (difficulty.py)
+            "covariate": "lookup_bits",
+            "fields": {"base": 10, "digits": 4, "modulus": m, "name": "modulo"},
+            "label": f"modulus={m}",
+            "design": "boundary",
+        }
+        for m in (10, 20)
+    ]
+    assert json.dumps(table.to_json()["levels"]) == json.dumps(dicts)  # key order included
+    rows = [r.to_json() for r in table.rows]
+    old = json.dumps([rows, table.archs, table.families, dicts], sort_keys=True)
+    assert table.fingerprint == hashlib.sha1(old.encode()).hexdigest()[:16]
+    path = meta_data.save_table(table, tmp_path / "table.json")
+    text = path.read_text()
+    again = meta_data.read_table(path)
+    assert again.levels == table.levels and meta_data.save_table(again, path).read_text() == text
+    odd = {**dicts[0], "note": "hand-added"}  # a key this version does not know is kept
+    assert LevelInfo.from_json(odd).to_json() == odd
 
 
 def test_a_family_brackets_its_boundary_only_with_a_learned_and_a_failed_cell():

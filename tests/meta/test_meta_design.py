@@ -33,9 +33,7 @@ def test_levels_are_tagged_by_the_pass_that_trained_them():
         r.extra["source"] = "boundary1" if r.complexity_bits == rows[0].complexity_bits else "grid"
     table = meta_data.build_table(rows)
     meta_design.tag_levels(table, {"boundary1"})
-    assert [lv["design"] for lv in table.levels].count("boundary") == 1 and table.levels[0][
-        "design"
-    ] == "boundary"
+    assert [lv.design for lv in table.levels].count("boundary") == 1 and table.levels[0].design == "boundary"
     rates = meta_design.level_rates(table, "sim0")
     assert len(rates) == 3 and all(0 <= v <= 1 for v in rates.values())
 

@@ -45,7 +45,7 @@ def test_baselines_base_rate_and_family_intercepts():
     new = np.array([r.family == 3 and r.arch == 0 for r in table.rows])
     # a family outside the fit: the family-intercept model uses the mean intercept, so it differs
     # from every fitted family's curve but keeps the common slope (decreasing in bits)
-    bits = np.array([table.levels[r.level]["bits"] for r in table.rows])
+    bits = np.array([table.levels[r.level].bits for r in table.rows])
     order = np.argsort(bits[new])
     assert np.all(np.diff(p["family_intercepts"][new][order]) <= 1e-12)
     assert np.allclose(p["per_family_logistic"][new], p["pooled_logistic"][new])
@@ -115,7 +115,7 @@ def test_level_folds_are_stratified_and_hold_out_every_free_level_once():
         assert len(folds) == 4 and np.all(np.sum(folds, axis=0) <= 1)
         for held in folds:
             for f in range(len(table.families)):
-                mine = [i for i, lv in enumerate(table.levels) if lv["family"] == f]
+                mine = [i for i, lv in enumerate(table.levels) if lv.family == f]
                 kept = [i for i in mine if not held[i]]
                 assert not won[mine].any() or won[kept].any()  # never all of a family's successes
                 assert not lost[mine].any() or lost[kept].any()  # ... nor all of its failures
@@ -128,7 +128,7 @@ def test_top_levels_are_the_hardest_and_family_and_arch_folds_need_enough():
     table = _table(n_families=5)
     for f in range(5):
         held = meta_splits.top_levels(table, f)
-        mine = sorted((lv["bits"], i) for i, lv in enumerate(table.levels) if lv["family"] == f)
+        mine = sorted((lv.bits, i) for i, lv in enumerate(table.levels) if lv.family == f)
         top = {i for _, i in mine[-int(held.sum()) :]} if held.any() else set()
         assert set(np.flatnonzero(held)) == top
     folds = meta_splits.make_folds(table, 4, (1,), ("families", "archs"))

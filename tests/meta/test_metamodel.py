@@ -68,7 +68,7 @@ def test_model_likelihood_is_the_simulators(simulated):
     assert np.asarray(free["log_theta"]["value"])[0] == 0.0
     want = []
     for a, f, lv in zip(data["cell_arch"], data["cell_family"], data["cell_level"]):
-        bits = table.levels[lv]["bits"]
+        bits = table.levels[lv].bits
         logit = truth.kappa[f] * (truth.log_c[a] - truth.log_theta[f] - effects[lv] - math.log(bits))
         want.append(1 / (1 + math.exp(-logit)))
     p, phi = np.array(want), 1 / 0.3 - 1

@@ -43,11 +43,11 @@ def _posterior(table):
 
 def test_pool_is_the_familys_levels_with_seeds_in_order(table):
     pool = pilot_holdout.family_pool(table, 2)
-    assert len(pool.levels) == 6 and all(table.levels[lv]["family"] == 2 for lv in pool.levels)
+    assert len(pool.levels) == 6 and all(table.levels[lv].family == 2 for lv in pool.levels)
     for lv, out in zip(pool.levels, pool.outcomes):
         runs = sorted((r for r in table.rows if r.level == lv), key=lambda r: r.seed)
         assert out.tolist() == [r.success for r in runs] and len(out) == 4
-    np.testing.assert_allclose(np.exp(pool.log_bits), [table.levels[lv]["bits"] for lv in pool.levels])
+    np.testing.assert_allclose(np.exp(pool.log_bits), [table.levels[lv].bits for lv in pool.levels])
 
 
 def test_empirical_boundary_is_the_log_middle_of_the_bracket():

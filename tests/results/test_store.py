@@ -215,3 +215,20 @@ def test_curves_open_in_xarray_and_zarr(tmp_path):
     np.testing.assert_allclose(ds.curves.sel(metric="val_accuracy", member=1), [0.1, 0.2])
     assert sorted(zarr.open_group(store.curves_path, mode="r").group_keys()) == ["b0", "b1"]
     assert xr.open_zarr(store.curves_path, group="b1", consolidated=False).curves.shape == (3, 1, 1)
+
+
+def test_curves_refresh_their_consolidated_metadata_only_when_asked(tmp_path):
+    """The root's consolidated metadata walks every bucket, so the loop refreshes it at saves:
+    an eval appended without it is on disk but not yet in the root, a new group always is."""
+    store = Store(tmp_path)
+
+    def consolidated_steps(bucket: str) -> int:
+        root = json.loads((store.curves_path / "zarr.json").read_text())
+        return root["consolidated_metadata"]["metadata"][f"{bucket}/curves"]["shape"][1]
+
+    store.append_evals("b0", 10, {"loss": np.ones(2)}, consolidate=False)
+    assert consolidated_steps("b0") == 1  # the group was created: consolidated anyway
+    store.append_evals("b0", 20, {"loss": np.ones(2)}, consolidate=False)
+    assert consolidated_steps("b0") == 1 and store.curves("b0")[1].shape == (2, 2, 2)
+    store.append_evals("b0", 30, {"loss": np.ones(2)})
+    assert consolidated_steps("b0") == 3

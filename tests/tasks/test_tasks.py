@@ -1,6 +1,7 @@
-"""Every task: deterministic in its key, shapes and vocabulary in bounds, labels equal to a slow
-Python reference."""
+"""Every task: checked as it is built (reading nothing outside its fields), deterministic in its
+key, shapes and vocabulary in bounds, labels equal to a slow Python reference."""
 
+import dataclasses
 import itertools
 import math
 import tempfile
@@ -11,13 +12,17 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
+from jaxcap.fields import ConfigError
+from jaxcap.tasks import sentiment
 from jaxcap.tasks.binop import operation_table
+from jaxcap.tasks.rna import fold as rna_fold
+from jaxcap.tasks.vader import real_sentiment
 from jaxcap.tasks.vader.resources import write_fixture
 
 SMALL = {
     "modulo": {"name": "modulo", "modulus": 7, "base": 3, "digits": 4, "train_fraction": 0.5, "n_eval": 50},
     "binop": {"name": "binop", "operation": "sub", "p": 7, "train_fraction": 0.5, "n_eval": 50},
-    "random_labels": {"name": "random_labels", "vocab_size": 8, "seq_len": 10, "n_classes": 5, "n_eval": 50},
+    "random_labels": {"name": "random_labels", "vocab_size": 8, "seq_len": 14, "n_classes": 5, "n_eval": 50},
     "random_tokens": {"name": "random_tokens", "vocab_size": 8, "seq_len": 12, "n_eval": 50},
     "parity": {"name": "parity", "n": 5, "k": 3, "train_fraction": 0.5, "n_eval": 50},
     "copying": {"name": "copying", "length": 3, "vocab": 5, "longer_by": 2, "train_size": 40, "n_eval": 50},
@@ -66,6 +71,43 @@ SMALL = {
 
 def test_every_registered_task_has_a_small_case():
     assert set(SMALL) == set(tasks.TASKS)
+
+
+def test_an_impossible_task_is_refused_by_its_constructor():
+    """16 numbers, 15 for training: no val or test example is left. The constructor raises the
+    field-path error itself, for a derived task too; nothing has to call `check`."""
+    cfg = {**SMALL["modulo"], "base": 2, "digits": 4, "modulus": 2}
+    message = r"^config.task.train_fraction: got 0.95, which leaves 15 train, 0 val and 1 test examples of 16"
+    with pytest.raises(ConfigError, match=message):
+        tasks.build({**cfg, "train_fraction": 0.95})
+    with pytest.raises(ConfigError, match=message):
+        dataclasses.replace(tasks.build(cfg), train_fraction=0.95)
+
+
+@pytest.mark.parametrize("name", sorted(tasks.TASKS))
+def test_building_runs_check_and_reads_no_package_or_data(name, monkeypatch):
+    """`Task.__post_init__` runs each task's own `check`, and nothing that loads data or imports
+    an optional package: the config schema builds every task with its defaults (e.g. vader without
+    its data), and a bucket runs `check_resources` instead."""
+
+    def read(*args, **kwargs):
+        raise AssertionError("building a task read a package or data")
+
+    cls = tasks.TASKS[name]
+    for module, loader in ((sentiment, "vocabulary"), (real_sentiment, "dataset"), (rna_fold, "has_vienna")):
+        monkeypatch.setattr(module, loader, read)
+    monkeypatch.setattr(cls, "check_resources", read)
+    task = cls()
+    tasks.build(SMALL[name])
+
+    def refuse(self):
+        raise ConfigError(f"config.task.name: {type(self).__name__} was checked")
+
+    monkeypatch.setattr(cls, "check", refuse)
+    with pytest.raises(ConfigError, match=f"{cls.__name__} was checked"):
+        tasks.build(SMALL[name])
+    with pytest.raises(ConfigError, match=f"{cls.__name__} was checked"):
+        dataclasses.replace(task, n_eval=task.n_eval + 1)
 
 
 def _knobs(task):

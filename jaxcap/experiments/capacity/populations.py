@@ -143,7 +143,7 @@ def check(config: ml_collections.ConfigDict, plan: Plan) -> CapacityRun:
             )
         top, smallest = run.largest_size(label), min(run.first_sizes(label))
         try:
-            dataclasses.replace(bucket.task, max_dataset_size=top).check()
+            dataclasses.replace(bucket.task, max_dataset_size=top)  # the constructor checks it
         except ConfigError as e:
             raise ConfigError(f"{where}{e} (sizes may grow to {top} in config.capacity.max_rounds)") from None
         t = bucket.settings

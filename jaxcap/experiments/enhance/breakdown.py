@@ -23,13 +23,13 @@ def breakdown(table: Table) -> dict[tuple[int, int], dict]:
     out = {}
     for key, by_level in groups.items():
         levels = []
-        for lv in sorted(by_level, key=lambda i: table.levels[i]["complexity_bits"]):
+        for lv in sorted(by_level, key=lambda i: table.levels[i].complexity_bits):
             runs = by_level[lv]
             info = table.levels[lv]
             levels.append(
                 {
-                    "label": info["label"],
-                    "bits": info["complexity_bits"],
+                    "label": info.label,
+                    "bits": info.complexity_bits,
                     "rate": sum(runs) / len(runs),
                     "seeds": len(runs),
                 }

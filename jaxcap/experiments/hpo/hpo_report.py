@@ -30,20 +30,21 @@ from jaxcap.experiments.hpo.optuna_figures import (
     plot_history,
     plot_importances_per_study,
 )
+from jaxcap.experiments.hpo.search_space import StudySettings
+from jaxcap.fields import from_section
 from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.reports.level_summary import fmt, fmt_bits, grid
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, write_atomic
 
 
-def _chosen(study: optuna.Study, config, sign: float) -> optuna.trial.FrozenTrial | None:
+def _chosen(study: optuna.Study, penalty: float, sign: float) -> optuna.trial.FrozenTrial | None:
     """The best trial; for (val, gap) studies the Pareto trial best under the gap penalty."""
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not done:
         return None
     if len(study.directions) == 1:
         return study.best_trial
-    penalty = config.study.gap_penalty
     return max(study.best_trials, key=lambda t: sign * t.values[0] - penalty * max(t.values[1], 0.0))
 
 
@@ -72,13 +73,15 @@ def summarize(store: Store) -> tuple[list[HpoLevel], list[optuna.Study]]:
     as `holdings.told_rows` counts them: only those of trials this workdir's worker told."""
     config = recorded_config(json.loads(store.config_path.read_text()))
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
-    spec, storage = task.spec, study_lib.make_storage(config.study.storage, store.root)
+    settings = from_section(StudySettings, config.study)
+    levels = study_lib.levels(config.sweep.task.to_dict())
+    spec, storage = task.spec, study_lib.make_storage(settings.storage, store.root)
     sign = 1.0 if spec.higher_is_better else -1.0
-    names = [study_lib.study_name(config.study, spec.family, level) for level in study_lib.levels(config)]
+    names = [study_lib.study_name(settings, spec.family, level) for level in levels]
     studies = [optuna.load_study(study_name=name, storage=storage) for name in names]
-    rows = holdings.told_rows(store.members(), studies, owner(store, config.study.storage))
+    rows = holdings.told_rows(store.members(), studies, owner(store, settings.storage))
     out = []
-    for level, name, study in zip(study_lib.levels(config), names, studies):
+    for level, name, study in zip(levels, names, studies):
         trials = study.get_trials(deepcopy=False)
         knobs = {**task.default_knobs(), **level}
         baseline = next((t for t in trials if t.user_attrs.get("baseline")), None)
@@ -92,7 +95,7 @@ def summarize(store: Store) -> tuple[list[HpoLevel], list[optuna.Study]]:
                 higher_is_better=spec.higher_is_better,
                 counts={s.name.lower(): sum(t.state == s for t in trials) for s in TrialState},
                 baseline=_result(baseline, spec.success_metric),
-                best=_result(_chosen(study, config, sign), spec.success_metric),
+                best=_result(_chosen(study, settings.gap_penalty, sign), spec.success_metric),
             )
         )
     return out, studies

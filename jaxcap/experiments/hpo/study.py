@@ -16,6 +16,7 @@ import dataclasses
 import itertools
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,12 @@ def check(config: ml_collections.ConfigDict, plan: Plan) -> Sweep:
     return Sweep(
         study=from_section(StudySettings, config.study),
         space=space,
-        levels=tuple(levels(config)),
+        levels=tuple(levels(config.sweep.task.to_dict())),
         seeds=config.sweep.seeds,
         seed=config.seed,
         train=bucket.settings,
         select_metric=bucket.task.spec.select_metric,
-        baseline=baseline_params(config, list(space)),
+        baseline=baseline_params(config.to_dict(), list(space)),
         fingerprint=fingerprint.fingerprint(config),
     )
 
@@ -153,9 +154,9 @@ def make_pruner(study_cfg: Any, train_cfg: Any) -> optuna.pruners.BasePruner:
     return optuna.pruners.NopPruner()
 
 
-def levels(config: Any) -> list[dict[str, Any]]:
-    """The task levels of a config (the grid of config.sweep.task); one study each."""
-    grid = {k: tuple(v) for k, v in config.sweep.task.items() if len(v)}
+def levels(knob_grid: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The task levels of a config's `config.sweep.task` grid; one study each."""
+    grid = {k: tuple(v) for k, v in knob_grid.items() if len(v)}
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 

@@ -14,6 +14,7 @@ that fits its own posterior first (configs/pilot.py:smoke) resumes as any calibr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from jaxcap.config.base import build_plan
@@ -27,6 +28,7 @@ from jaxcap.experiments.population_experiment import identity
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.pilot import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws
+from jaxcap.meta.posterior_meta import LevelInfo
 from jaxcap.results.store import Store
 
 
@@ -60,15 +62,15 @@ def record(plan: PilotPlan, result: Rounds, base_dir: Path, base: Posterior) -> 
     }
 
 
-def pilot_levels(plan: PilotPlan, result: Rounds) -> tuple[list[dict], list[tuple[int, int]]]:
+def pilot_levels(plan: PilotPlan, result: Rounds) -> tuple[list[LevelInfo], list[tuple[int, int]]]:
     """The pilot levels' meta entries (the table's, labelled by the level field) and outcomes."""
     if result.table is None:
         return [], []
     levels, outcomes = [], []
     for i, lv in enumerate(result.table.levels):
         rows = [r for r in result.table.rows if r.level == i]
-        label = f"{plan.field}={lv['fields'][plan.field]}"
-        levels.append({**lv, "label": label, "design": "pilot"})
+        label = f"{plan.field}={lv.fields[plan.field]}"
+        levels.append(dataclasses.replace(lv, label=label, design="pilot"))
         outcomes.append((len(rows), sum(int(r.success) for r in rows)))
     return levels, outcomes
 

@@ -60,13 +60,13 @@ def append_family(
     fit: FamilyFit,
     name: str,
     info: dict,
-    levels: list[dict],
+    levels: list[LevelInfo],
     outcomes: list[tuple[int, int]],
     record: dict,
     seed: int,
 ) -> Posterior:
     """`base` with family `name` appended: as many draws as `base` has, resampled by the family
-    fit's weights; `levels` are its pilot levels' meta entries (bits, fields, label, ...) with
+    fit's weights; `levels` are its pilot levels (bits, fields, label, ...; any family) with
     their (runs, successes) in `outcomes`; `info` its difficulty.family_info; `record` goes to
     meta.pilot."""
     n = base.draws["mu_log_C"].shape[0]
@@ -75,7 +75,7 @@ def append_family(
     for site, column in (("log_theta", p.log_theta), ("kappa", p.kappa), ("sigma_level", p.sigma)):
         draws[site] = np.concatenate([draws[site], column[:, None]], axis=1)
     rng = np.random.default_rng([seed, 1])
-    log_bits = np.log([lv["bits"] for lv in levels])
+    log_bits = np.log([lv.bits for lv in levels])
     trials, successes = [o[0] for o in outcomes], [o[1] for o in outcomes]
     effects = level_effects(p, log_bits, trials, successes, rng)
     draws["level_effect"] = np.concatenate([draws["level_effect"], effects], axis=1)
@@ -85,7 +85,7 @@ def append_family(
         old,
         families=[*old.families, name],
         family_info=[*old.family_info, FamilyInfo.from_json(info)],
-        levels=[*old.levels, *(LevelInfo.from_json({**lv, "family": f}) for lv in levels)],
+        levels=[*old.levels, *(dataclasses.replace(lv, family=f) for lv in levels)],
         pilot=PilotRecord.from_json(record),
     )
     return Posterior(draws, meta)

@@ -105,7 +105,7 @@ def outcomes(plan: PilotPlan, table: Table | None) -> dict[int, tuple[int, int]]
     """{candidate index: (runs, successes)} of every pilot level in `table`."""
     out: dict[int, tuple[int, int]] = {}
     for row in table.rows if table else ():
-        i = plan.values.index(table.levels[row.level]["fields"][plan.field])
+        i = plan.values.index(table.levels[row.level].fields[plan.field])
         n, y = out.get(i, (0, 0))
         out[i] = (n + 1, y + int(row.success))
     return out

