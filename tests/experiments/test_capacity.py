@@ -198,7 +198,7 @@ def test_fits_recover_known_laws():
 
 def _memorize(n_sizes, d_model, steps):
     task = tasks.build(
-        {"name": "random_labels", "vocab_size": 32, "seq_len": 8, "n_classes": 16},
+        {"name": "random_labels", "vocab_size": 32, "seq_len": 9, "n_classes": 16},  # 45 bits: 4,096 distinct
         {"dataset_size": list(n_sizes)},
     )
     model = ModelConfig.for_task(
