@@ -7,6 +7,9 @@
     python -m jaxcap.launch --config configs/calibrate.py:domains  # + Markov LM, sentiment, ARC, RNA
     python -m jaxcap.launch --config configs/calibrate.py:device   # the device study's part: C of
         # the seed baseline on 3 families (docs/benchmarks.md)
+    python -m jaxcap.launch --config configs/calibrate.py:seed     # :device plus 2 bisection rounds:
+        # a C of the seed baseline to quote, anchored with --config.calibrate.capacity_workdir=<a
+        # capacity run of it> (docs/results/seed-scale-plan.md)
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
@@ -148,7 +151,7 @@ def families(variant: str) -> dict:
         for name, levels in OUT_OF_GRID.items():
             (knob,) = out[name]["levels"]
             out[name]["levels"] = {knob: levels}
-    if variant == "device":  # the three families the device study was sized for
+    if variant in ("device", "seed"):  # the three families the device study was sized for
         out = {k: out[k] for k in ("random_labels", "modulo", "parity")}
     if variant in ("smoke", "hpo_smoke"):
         out = {
@@ -167,7 +170,9 @@ def families(variant: str) -> dict:
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg, ("smoke", "full", "hpo", "hpo_smoke", "domains", "out_of_grid", "device"))
+    variant = parse_arg(
+        arg, ("smoke", "full", "hpo", "hpo_smoke", "domains", "out_of_grid", "device", "seed")
+    )
     c = base_config("modulo")  # config.task is unused: every family names its own task
     c.experiment = "calibrate"
     c.model.update(n_layers=2, d_model=32, n_heads=4, d_head=8, d_ff=128)  # 26k params: 5 families fit
@@ -207,7 +212,7 @@ def get_config(arg=None):
         c.train.update(steps=20_000, chunk_steps=1000, batch_size=256)
         c.calibrate.nuts.update(warmup=1000, samples=1000)
         c.note = "the seed baseline model at the seed design's scale"
-    elif variant == "device":  # studies/device_study.sh: C of the seed baseline, no held-out fits
+    elif variant in ("device", "seed"):  # studies/device_study.sh: C of the seed baseline, no held-out fits
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
         c.hparams.learning_rate = 1e-3
         c.train.update(steps=3000, batch_size=128)
@@ -217,6 +222,12 @@ def get_config(arg=None):
         # where 2 x (300 + 300) on the H100's GPU took 70 s and missed the sampler targets
         c.calibrate.validation.update(folds=0, designs=())
         c.note = "the device study: the seed baseline (d_model 256) on three families, 4 grid levels each"
+        if variant == "seed":  # studies/seed_parts.py: the boundaries bisected, one device part
+            # a round costs each family a compile and a report whatever its size, so 2 rounds of 2
+            # levels keep the part under 7 device minutes (predicted: docs/results/seed-scale-plan.md);
+            # --config.calibrate.capacity_workdir=<a capacity run of the seed baseline> anchors C
+            c.calibrate.design.update(rounds=2, per_round=2)
+            c.note = "C of the seed baseline to quote: 3 families, 4 grid levels + 2 rounds of 2 each"
     if variant in ("hpo", "hpo_smoke"):
         add_level_search(c, smoke=variant == "hpo_smoke")
     return c

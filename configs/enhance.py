@@ -4,6 +4,7 @@
     python -m jaxcap.launch --config configs/enhance.py:smoke    # 1 family, 2 variants; the tests'
     python -m jaxcap.launch --config configs/enhance.py:full     # the seed baseline, accelerator
     python -m jaxcap.launch --config configs/enhance.py:combos   # + combinations of the best variants
+    python -m jaxcap.launch --config configs/enhance.py:seed     # the seed baseline's part, accelerator
 
 Every variant (a model switch of jaxcap/models/, as a bucket-style override) trains the same
 families, levels, seeds and steps as the baseline; one meta-model fit gives C per variant and
@@ -19,6 +20,10 @@ calibrate.search='optuna', which gives every variant its own studies).
 three (override strings joined with commas, checked by `jaxcap.experiments.enhance.variants.combine`: model
 fields only once each), 8 variants in one fit: the multiplier of a combination next to those of
 its parts shows whether gains compose (measured: docs/configs.md#configsenhancepy).
+`:seed` is configs/calibrate.py:device (the seed baseline: 2 layers, d_model 256, 8 heads x 32,
+d_ff 1024, 3,000 steps, 3 seeds; random labels, x mod N and parity, a grid of 4 levels each) with
+the variants SEED: rotary + RMSNorm, learned positions and bfloat16 compute (the precision the
+device bench measured at this size), one device part (docs/results/seed-scale-plan.md).
 Any other list is one override away, e.g.
     --config.calibrate.architectures="('', 'model.pos_encoding=rotary,model.norm_type=rms')"
 The report adds memorized bits and bits per parameter per variant (from the random-label runs),
@@ -26,7 +31,9 @@ the precision curve when the variants hold two precisions (here float32 and 4-bi
 per-family breakdown (jaxcap/experiments/enhance/sections.py).
 """
 
-from jaxcap.config.base import parse_arg
+from pathlib import Path
+
+from jaxcap.config.base import load_config, parse_arg
 from jaxcap.experiments.enhance.enhance_experiment import enhance_config, memorization_family
 from jaxcap.experiments.enhance.variants import with_combinations
 
@@ -41,6 +48,16 @@ VARIANTS = (
 # the singles with the highest median multipliers at the default scale (docs/enhance.md); learned
 # positions (configs/ablate.py) cannot combine with rotary ones: one pos_encoding per model
 BEST = ("model.pos_encoding=rotary", "model.norm_type=rms", "model.residual=dense")
+# at the seed baseline's scale: the best pair at the default, learned positions (configs/ablate.py's
+# one gain) and one precision change; bfloat16 compute, not 8-bit QAT, whose fake-quantized
+# weights no accelerator run has measured at this size
+SEED = (
+    "",
+    "model.pos_encoding=rotary,model.norm_type=rms",
+    "model.pos_encoding=learned",
+    "model.compute_dtype=bfloat16",
+)
+CALIBRATE = Path(__file__).with_name("calibrate.py")
 
 
 def families(variant: str) -> dict:
@@ -57,7 +74,13 @@ def families(variant: str) -> dict:
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg, ("smoke", "full", "combos"))
+    variant = parse_arg(arg, ("smoke", "full", "combos", "seed"))
+    if variant == "seed":  # calibrate :device's model, budget, families, design and NUTS, per variant
+        c = load_config(f"{CALIBRATE}:device")
+        c.experiment = "enhance"
+        c.calibrate.architectures = SEED
+        c.note = f"{len(SEED)} variants of the seed baseline x 3 families, one meta-model fit (seed)"
+        return c
     variants = VARIANTS[:2] if variant == "smoke" else VARIANTS
     if variant == "combos":
         variants = with_combinations(("", *BEST), BEST, sizes=(2, 3))

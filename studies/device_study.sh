@@ -14,6 +14,9 @@
 #      <date>-<device>.md, .json and one figure per part (copy them into docs/results/). `all`
 #      runs both in one command. A session whose device time does not cover both runs the parts
 #      the latest page lacks (docs/results/README.md lists the pages); the page marks the others "not run".
+#      The size ladder (studies/ladder.py): run(command="COMMIT=<hash> LADDER_S=480 bash
+#      studies/device_study.sh ladder", carry=[".whl"], timeout_s=560) runs the parts not yet in
+#      docs/results/ladder/ that fit 480 s; copy $OUT/ladder/* there and rebuild the page.
 #   3. SMALL=1 bash studies/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
 #      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; its
 #      time in the test suite: docs/tests.md; each part's timeout is wall time). Its page is labelled and goes to $OUT (default /tmp/device_study_out),
@@ -45,8 +48,8 @@ fi
 
 PART=${1:-all}
 case $PART in
-  one | two | all | capacity | calibrate | predict) ;;
-  *) echo "device_study.sh: part '$PART'; allowed: wheels, one, two, all, capacity, calibrate, predict" >&2; exit 2 ;;
+  one | two | all | capacity | calibrate | predict | ladder) ;;
+  *) echo "device_study.sh: part '$PART'; allowed: wheels, one, two, all, capacity, calibrate, predict, ladder" >&2; exit 2 ;;
 esac
 SMALL=${SMALL:-0}
 STUDY=${STUDY:-/tmp/device_study}  # kept between the two commands on a warm machine
@@ -61,6 +64,13 @@ else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONUNBUFFERED=1 JAXCAP_CACHE=${JAXCAP_CACHE:-$STUDY/cache}
+if [ "$PART" = ladder ]; then  # the size ladder's pending parts that fit LADDER_S device-seconds
+  SMALLFLAG=()
+  [ "$SMALL" = 1 ] && SMALLFLAG=(--small)
+  "$PY" -m studies.ladder run --budget "${LADDER_S:-480}" --out "$OUT/ladder" "${SMALLFLAG[@]}" 2>&1 | tee -a "$LOG"
+  "$PY" -m studies.ladder_page "$OUT/ladder" "$OUT" "${SMALLFLAG[@]}" | tee -a "$LOG"
+  exit
+fi
 
 if [ "$SMALL" = 1 ]; then  # the smoke variants: the plumbing, not a measurement
   SPEED='{"runs": [["grok", "float32"]], "P": 2, "batch": 16, "steps": 2, "repeats": 1, "trials": 1}'  # one run: the page's row

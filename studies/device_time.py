@@ -7,8 +7,9 @@ SPEC.json names each part's command as the script runs it: {"speed": {"runs": [[
 args], "capacity": [...], "calibrate": [...]} (config args: "configs/x.py:variant" then
 "--config.a.b=value" overrides). Every part is a list of population runs (members P, steps,
 programs compiled); a run's seconds are its programs' compiles plus its steps at a floor per step
-plus matmul bytes over a bandwidth, with the constants refitted to the device study's measured
-rates (docs/benchmarks.md).
+plus, per member, the larger of its matmul bytes over a bandwidth and its model FLOPs over a
+sustained rate, with the constants refitted to the device study's measured rates
+(docs/benchmarks.md).
 
 Details: docs/design.md#studiesdevice_timepy.
 """
@@ -25,6 +26,7 @@ import jax
 from jaxcap import tasks
 from jaxcap.benchmarks.cost import PRESETS, matmul_traffic
 from jaxcap.config.base import build_plan, load_config
+from jaxcap.core.flops import peak_kind, train_flops
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.train import TrainSettings, make_population
 from jaxcap.models import ModelConfig, attention
@@ -33,6 +35,16 @@ from jaxcap.models import ModelConfig, attention
 _PER_MEMBER_S = (256 / 13792 - 3 / 4880) / 253
 FLOOR_S = 3 / 4880 - 3 * _PER_MEMBER_S  # 0.40 ms a step whatever P: kernel launches, not bytes
 BANDWIDTH = 77.03e6 / _PER_MEMBER_S  # 1.09 TB/s of GEMM operands and results
+# sustained model FLOP/s of a compute-bound step: the seed baseline in bfloat16 at P = 256 (16.23
+# GFLOP a model-step, 8,806 model-steps/s on the H100, the only compute-bound rate measured; the
+# bandwidth line predicts 26 % too fast there), 14.6 % of the bf16 peak; TF32 and float32 are
+# assumed to reach the same fraction of their own peaks (PEAK_TFLOPS), never measured
+_BF16_TFLOPS = 16.2296e9 / (1 / 8806 - FLOOR_S / 256) / 1e12
+SUSTAINED_TFLOPS = {
+    "bfloat16": _BF16_TFLOPS,
+    "tf32": _BF16_TFLOPS / 2,
+    "float32": _BF16_TFLOPS * 66.9 / 989.4,
+}
 COMPILE_S = 20.0  # per program (the H100 device study: 15-28 s; docs/benchmarks.md)
 PROCESS_S = 15.0  # Python, JAX and CUDA start-up per process
 EVAL_SHARE = 0.1  # evals are sized to at most this share of training (config.eval.time_share)
@@ -59,9 +71,17 @@ def _matmul_bytes(model: ModelConfig, task, batch: int, knobs: dict | None = Non
 
 
 def _run(label: str, bucket, p: int, steps: int, programs: int = 1) -> dict:
-    member = bucket.members[0]
-    mb = _matmul_bytes(bucket.model, bucket.task, bucket.settings.batch_size, member.knobs) / 1e6
-    return {"run": label, "P": p, "steps": steps, "matmul_mb": round(mb, 2), "programs": programs}
+    member, batch = bucket.members[0], bucket.settings.batch_size
+    mb = _matmul_bytes(bucket.model, bucket.task, batch, member.knobs) / 1e6
+    return {
+        "run": label,
+        "P": p,
+        "steps": steps,
+        "matmul_mb": round(mb, 2),
+        "gflop": round(train_flops(bucket.model, batch) / 1e9, 4),
+        "numerics": peak_kind(bucket.model.compute_dtype),
+        "programs": programs,
+    }
 
 
 def load(args: list[str]):
@@ -145,10 +165,19 @@ def speed_runs(spec: dict) -> list[dict]:
             "P": spec["P"],
             "steps": steps,
             "matmul_mb": round(mb, 2),
+            "gflop": round(train_flops(model, spec["batch"]) / 1e9, 4),
+            "numerics": peak_kind(dtype),
             "programs": 1,
         }
         out.append({**run, "process": True})
     return out
+
+
+def step_seconds(run: dict, bandwidth: float = BANDWIDTH, floor_s: float = FLOOR_S) -> float:
+    """One population step: the floor, then per member its bytes or its FLOPs, whichever is slower."""
+    moved = run["matmul_mb"] * 1e6 / bandwidth
+    computed = run.get("gflop", 0.0) * 1e9 / (SUSTAINED_TFLOPS[run.get("numerics", "tf32")] * 1e12)
+    return floor_s + run["P"] * max(moved, computed)
 
 
 def seconds(
@@ -157,7 +186,7 @@ def seconds(
     """A part's predicted wall seconds from its runs (see the module docstring)."""
     total = PROCESS_S * (processes + sum(bool(r.get("process")) for r in runs))
     for r in runs:
-        step = floor_s + r["P"] * r["matmul_mb"] * 1e6 / bandwidth
+        step = step_seconds(r, bandwidth, floor_s)
         total += (
             r["programs"] * COMPILE_S
             + r["steps"] * step * (1 + EVAL_SHARE)
@@ -186,6 +215,7 @@ def predict(spec: dict) -> dict:
         "model": {
             "floor_ms": FLOOR_S * 1e3,
             "bandwidth_gb_s": BANDWIDTH / 1e9,
+            "sustained_tflops": {k: round(v, 1) for k, v in SUSTAINED_TFLOPS.items()},
             "compile_s": COMPILE_S,
             "process_s": PROCESS_S,
             "eval_share": EVAL_SHARE,

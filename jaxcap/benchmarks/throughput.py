@@ -19,6 +19,7 @@ import jax
 
 from jaxcap import tasks
 from jaxcap.benchmarks import cost as bench_cost
+from jaxcap.core import flops as bench_flops
 from jaxcap.core import sharding
 from jaxcap.core.population import DEFAULT_HPARAMS, Member, stack
 from jaxcap.core.progress import tqdm
@@ -88,9 +89,12 @@ def measure(
     max_sequential: int,
     compute_dtype: str = "float32",
     batch: int = 0,
+    matmul_precision: str = "default",
 ) -> list[dict]:
     """Rates for each P; population and one-after-another runs alternate over `trials` rounds and
-    the medians are reported, so a slow moment of a shared machine does not decide the ratio."""
+    the medians are reported, so a slow moment of a shared machine does not decide the ratio.
+    Each row also gives the model's FLOPs rate and, on a device of known peak, its MFU (the peak
+    read for `compute_dtype` at `matmul_precision`: jaxcap.core.flops)."""
     task, model, settings, batch = _preset(name, steps, repeats, compute_dtype, batch)
     program = make_population(settings, task, model)
     # the P = 1 program, unless no P is 1 or timed one member after another
@@ -121,6 +125,8 @@ def measure(
             "compile_s": round(compile_s, 2),
             "population_model_steps_per_s": round(rate, 1),
             "ms_per_model_step": round(1000 / rate, 3),
+            "model_gflop_per_step": float(f"{bench_flops.train_flops(model, batch) / 1e9:.4g}"),
+            **bench_flops.utilization(rate, model, batch, jax.devices()[0].device_kind, matmul_precision),
             "gemm_algorithms": bench_cost.gemm_algorithms(chunk.as_text()),
         }
         if sequential:

@@ -109,15 +109,31 @@ class PhaseClock:
             self.seconds[phase] += time.perf_counter() - start
             self.count[phase] += 1
 
-    def summary(self, members: int, chunk_steps: int) -> str:
-        """'N model-steps/s training (M members); T s: train x%, eval y%, ...' (shares of T)."""
-        if self.count["train"]:
-            rate = f"{members * chunk_steps * self.count['train'] / self.seconds['train']:,.0f}"
-        else:  # one chunk only: its time includes the compile
-            rate = "-"
+    def summary(
+        self, members: int, chunk_steps: int, step_flops: int = 0, peak: tuple[str, float] | None = None
+    ) -> str:
+        """'N model-steps/s training (M members), F TFLOP/s model (x % of <peak> peak); T s: train
+        x%, eval y%, ...' (shares of T). `step_flops`: the model FLOPs of one model-step (0: no
+        FLOPs rate); `peak`: the name and TFLOP/s of the devices' peak, if known (the MFU)."""
+        # one chunk only: its time includes the compile, so there is no training rate
+        trained = self.count["train"]
+        rate = members * chunk_steps * trained / self.seconds["train"] if trained else 0
+        head = f"{rate:,.0f} model-steps/s" if rate else "- model-steps/s"
+        head += f" training ({members} members)"
+        if rate and step_flops:
+            tflops = rate * step_flops / 1e12
+            head += f", {_flops_rate(tflops)} model"
+            if peak:
+                head += f" ({100 * tflops / peak[1]:.1f} % of {peak[0]} peak)"
         total = sum(self.seconds.values())
         shares = ", ".join(f"{name} {100 * s / total:.1f}%" for name, s in self.seconds.items() if s)
-        return f"{rate} model-steps/s training ({members} members); {total:.1f} s: {shares}"
+        return f"{head}; {total:.1f} s: {shares}"
+
+
+def _flops_rate(tflops: float) -> str:
+    """'1.23 TFLOP/s', or '45.6 GFLOP/s' below one TFLOP/s (a CPU's): 3 digits, or whole ones."""
+    value, unit = (tflops, "TFLOP/s") if tflops >= 1 else (1000 * tflops, "GFLOP/s")
+    return f"{value:.3g} {unit}" if value < 100 else f"{value:,.0f} {unit}"
 
 
 def init_options() -> dict | None:

@@ -9,7 +9,7 @@
     python -m jaxcap.bench --probe --models grok --sizes 256   # fresh processes, one suspect each
 
 Prints one JSON document per model and population size P: compile time, model-steps/s as one
-population and one member after another, and their ratio. Nothing here asserts a speed.
+population and one after another, their ratio, model FLOP/s and MFU. Nothing asserts a speed.
 
 Details: docs/design.md#jaxcapmainbenchpy.
 """
@@ -130,7 +130,9 @@ def main(argv):
                 except SizeError as e:
                     cli.usage_exit(str(e))
             else:
-                out["results"] += measure(*args, _MAX_SEQUENTIAL.value, _DTYPE.value, _BATCH.value)
+                out["results"] += measure(
+                    *args, _MAX_SEQUENTIAL.value, _DTYPE.value, _BATCH.value, _PRECISION.value
+                )
     print(json.dumps(out, indent=1))
 
 

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from jaxcap.config.plan import Bucket
-from jaxcap.core import compiles, sharding
+from jaxcap.core import compiles, flops, sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
 from jaxcap.core.progress import tqdm
@@ -299,7 +299,9 @@ def _train_bucket(bucket, store, runtime, stop_fn, on_eval, extra_metrics, compi
         k: np.asarray(v, np.float64) for k, v in sharding.to_host(program.baselines(hparams, data)).items()
     }
     if clock.count["compile"]:  # programs: compiled or read from the persistent cache, this bucket
-        summary = clock.summary(len(members), settings.chunk_steps)
+        model_flops = flops.train_flops(bucket.model, settings.batch_size)  # per model-step
+        peak = flops.devices_peak(bucket.model.compute_dtype, settings.matmul_precision, mesh.size)
+        summary = clock.summary(len(members), settings.chunk_steps, model_flops, peak)
         print(f"[{bucket.name}] {summary}; {compiled.programs} programs compiled", flush=True)
     rows = member_rows(bucket, cursor, baselines)
     store.add_member_rows(rows)

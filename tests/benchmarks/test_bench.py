@@ -38,6 +38,8 @@ def test_population_vs_one_after_another_json():
     for r in rows:
         assert r["population_model_steps_per_s"] > 0 and r["sequential_model_steps_per_s"] > 0
         assert r["speedup_vs_sequential"] > 0 and r["params"] > 0
+        # the model's FLOPs rate; no MFU on a CPU, whose peak is not listed
+        assert r["model_gflop_per_step"] > 0 and r["model_tflop_per_s"] > 0 and r["mfu"] is None is r["peak"]
 
 
 @pytest.mark.slow
@@ -57,6 +59,9 @@ def test_cost_json_counts_bfloat16_matmul_traffic_at_half_of_float32():
         assert r["gflop"] > 0 and r["bytes_accessed_mb"] > 0 and r["dots"] > 0
         assert r["top_level_ops"] >= r["fusions"] > 0 and r["temp_mb"] >= 0 and r["P"] == 2
     assert rows["bfloat16"]["dots"] == rows["float32"]["dots"]
+    # the model's FLOPs beside the dots': attention at T = 5 is broadcast-multiply-reduce (no dots)
+    assert rows["bfloat16"]["model_gflop"] == rows["float32"]["model_gflop"]
+    assert 0 < rows["float32"]["dot_gflop"] < rows["float32"]["model_gflop"]
     assert rows["bfloat16"]["matmul_mb"] <= 0.55 * rows["float32"]["matmul_mb"]
 
 

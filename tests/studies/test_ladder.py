@@ -1,0 +1,91 @@
+"""The capacity size ladder (studies/ladder.py, studies/ladder_page.py): the plan's parts fit a
+device session and reach the seed baseline; (slow) the tiny ladder runs on the CPU, skips what
+finished, and a rung split into parts merges to what one launch of it measures."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+
+from studies import device_time, ladder, ladder_page
+
+
+@pytest.mark.slow  # lowers every part's program for the cost model (~25 s)
+def test_the_plan_reaches_the_seed_baseline_in_parts_a_session_holds():
+    parts = ladder.parts(ladder.FIRST_RECIPE)
+    names = [p.name for p in parts]
+    assert len(set(names)) == len(names) and names[0].endswith("-search")
+    assert {ladder.n_params(r) for r in ladder.RUNGS} >= {14_288, 1_591_824}  # 14k to the seed baseline
+    for rung in ladder.RUNGS:  # every budget of every rung, at both sizes, is in exactly one part
+        covered = [(b, s) for p in parts if p.rung == rung for b in p.budgets for s in p.sizes]
+        assert sorted(covered) == sorted((b, s) for b in rung.budgets for s in ladder.SIZES)
+    for part in parts:
+        seconds = ladder.predicted_s(part, ladder.FIRST_RECIPE)
+        # a part holds the most that fits; only a single size at a single budget may exceed it
+        assert seconds <= ladder.PART_S or (len(part.budgets), len(part.sizes)) == (1, 1), part.name
+        assert seconds > device_time.PROCESS_S
+
+
+def test_a_part_trains_the_recipe_it_is_given_and_nothing_else():
+    part = ladder.Part(ladder.RUNGS[-1], (1e3,), (4.0,))
+    config = device_time.load(part.args({"learning_rate": 2e-3, "b2": 0.99}))
+    assert (config.hparams.learning_rate, config.hparams.b2) == (2e-3, 0.99)
+    assert config.sweep.hparams.learning_rate == () and config.capacity.search_exposures == 0.0
+    assert config.capacity.annealed == (1e3,) and config.sweep.seeds == ladder.SEEDS
+    search = ladder.Part(ladder.RUNGS[2], (), ladder.SIZES)
+    assert device_time.load(search.args(ladder.FIRST_RECIPE)).capacity.search_exposures > 0
+
+
+def _ladder(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "studies.ladder", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
+@pytest.mark.slow
+def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
+    out, split = tmp_path / "out", tmp_path / "split"
+    done = _ladder("run", "--small", "--out", str(out), "--results", str(tmp_path / "none"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = [json.loads(p.read_text()) for p in out.glob("*/part.json")]
+    assert sorted(r["part"] for r in records) == sorted(p.name for p in ladder.parts({}, small=True))
+    assert all(r["rc"] == 0 and r["small"] for r in records)
+    again = _ladder("run", "--small", "--out", str(out), "--results", str(tmp_path / "none"))
+    assert "left for later: nothing" in again.stdout and "rc 0" not in again.stdout  # nothing reruns
+
+    # the first rung again as one part per budget: merged, it reads both budgets as the one part
+    # did. Two launches of a bfloat16 run agree to a few % on the CPU, not bit for bit: the
+    # constant-rate stubs of both already differ in the 7th digit, and training amplifies that
+    recipe = ladder.recipe_of(ladder.finished(out))
+    rung = ladder.SMALL_RUNGS[0]
+    for budget in rung.budgets:
+        ladder.launch(
+            ladder.Part(rung, (budget,), ladder.SIZES), recipe, True, tmp_path / "work", split, 60.0
+        )
+    [(_, whole, _)] = ladder_page.merge([p for p in ladder_page.load(out) if p["rung"] == rung.name], (rung,))
+    [(_, parts, mine)] = ladder_page.merge(ladder_page.load(split), (rung,))
+    assert len(mine) == 2 and len(parts.c_mem_seeds) == len(whole.c_mem_seeds) == ladder.SEEDS
+    assert [p.exposures for p in parts.annealed_curve] == [p.exposures for p in whole.annealed_curve]
+    assert [p.size for p in parts.curve] == [p.size for p in whole.curve]  # each size's stub once
+    assert (parts.flat.start, parts.flat.to) == (whole.flat.start, whole.flat.to)
+    assert parts.c_mem == pytest.approx(whole.c_mem, rel=0.1)
+
+    page = subprocess.run(
+        [sys.executable, "-m", "studies.ladder_page", str(out), str(out), "--small"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert page.returncode == 0, page.stderr[-2000:]
+    text = (out / "ladder-small.md").read_text()
+    assert "Not a measurement" in text and "size trend" in text and (out / ladder_page.FIGURE).exists()
+    assert text.count("| finished:") == len(records) and "Not yet run: 0" in text
