@@ -15,7 +15,7 @@
 #      runs both in one command. A session whose device time does not cover both runs the parts
 #      the latest page lacks (docs/results/README.md lists the pages); the page marks the others "not run".
 #      The size ladder (studies/ladder.py): run(command="COMMIT=<hash> LADDER_S=480 bash
-#      studies/device_study.sh ladder", carry=[".whl"], timeout_s=560) runs the parts not yet in
+#      studies/device_study.sh ladder", carry=[".whl"], timeout_s=580) runs the parts not yet in
 #      docs/results/ladder/ that fit 480 s; copy $OUT/ladder/* there and rebuild the page.
 #   3. SMALL=1 bash studies/device_study.sh all   runs the same plumbing at tiny sizes on a CPU
 #      (the smoke variants, trimmed, and one speed run, grok float32: what the page needs; its
@@ -67,7 +67,8 @@ export PYTHONUNBUFFERED=1 JAXCAP_CACHE=${JAXCAP_CACHE:-$STUDY/cache}
 if [ "$PART" = ladder ]; then  # the size ladder's pending parts that fit LADDER_S device-seconds
   SMALLFLAG=()
   [ "$SMALL" = 1 ] && SMALLFLAG=(--small)
-  "$PY" -m studies.ladder run --budget "${LADDER_S:-480}" --out "$OUT/ladder" "${SMALLFLAG[@]}" 2>&1 | tee -a "$LOG"
+  "$PY" -m studies.ladder run --budget "${LADDER_S:-480}" --out "$OUT/ladder" --work "$STUDY/ladder" \
+    "${SMALLFLAG[@]}" 2>&1 | tee -a "$LOG"
   "$PY" -m studies.ladder_page "$OUT/ladder" "$OUT" "${SMALLFLAG[@]}" | tee -a "$LOG"
   exit
 fi

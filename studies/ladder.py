@@ -200,25 +200,34 @@ def launch(
     part: Part, recipe: dict, small: bool, work: Path, out: Path, predicted: float, limit: float = 1e9
 ) -> int:
     """One part as its own process under a timeout (1.5 x its prediction, at most `limit`);
-    its rows and part.json go to OUT/<part>."""
+    its rows, its log and part.json (with every population's phase line: its model-steps/s,
+    model FLOP/s and MFU) go to OUT/<part>."""
     workdir, keep = work / part.name, out / part.name
     config, *overrides = part.args(recipe, small)
     command = [sys.executable, "-m", "jaxcap.launch", "--config", config, *overrides]
     command += ["--workdir", str(workdir), "--config.runtime.progress=False"]
-    start = time.monotonic()
-    try:
-        rc = subprocess.run(command, cwd=ROOT, timeout=min(max(120.0, 1.5 * predicted), limit)).returncode
-    except subprocess.TimeoutExpired:
-        rc = 124
-    wall = time.monotonic() - start
     keep.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(keep / "launch.log", "a") as log:
+        try:
+            timeout = min(max(120.0, 1.5 * predicted), limit)
+            rc = subprocess.run(
+                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    wall = time.monotonic() - start
+    phases = [
+        line for line in (keep / "launch.log").read_text().splitlines() if "model-steps/s training" in line
+    ]
+    print("\n".join(phases), flush=True)
     for name in ("config.json", "capacity.jsonl", "capacity_time.jsonl", "report/report.md"):
         if (workdir / name).exists():
             shutil.copy(workdir / name, keep / Path(name).name)
     stamp = {"machine": _machine(), "date": time.strftime("%Y-%m-%d"), "commit": _commit(), "small": small}
     record = {"part": part.name, "rung": part.rung.name, "n_params": n_params(part.rung)}
     record |= {"budgets": part.budgets, "sizes": part.sizes, "recipe": recipe, "rc": rc}
-    record |= {"wall_s": round(wall, 1), "predicted_s": round(predicted), **stamp}
+    record |= {"wall_s": round(wall, 1), "predicted_s": round(predicted), "phases": phases, **stamp}
     (keep / "part.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"{part.name}: rc {rc}, {wall:.0f} s measured, {predicted:.0f} s predicted", flush=True)
     return rc
@@ -228,7 +237,9 @@ def run(
     out: Path, budget_s: float, small: bool, results: Path = RESULTS, work: Path = Path("/tmp/ladder")
 ) -> None:
     """The pending parts, in the plan's order, that the cost model fits into what is left of
-    `budget_s` (SMALL: all of them); a part finished in `results` or `out` is not run again."""
+    `budget_s` (SMALL: all of them); a part finished in `results` or `out` is not run again.
+    SMALL reads `out` only: its tiny parts are never in `results`, nor is their recipe."""
+    results = out if small else results
     start, tried = time.monotonic(), set()
     while True:
         done = finished(results, out)
@@ -258,9 +269,10 @@ def main(argv: list[str]) -> None:
         "--small", action="store_true", help="tiny rungs on a CPU: the plumbing, not a measurement"
     )
     parser.add_argument("--results", type=Path, default=RESULTS, help="finished parts (skipped)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ladder"), help="the parts' workdirs")
     a = parser.parse_args(argv[1:])
     if a.command == "run":
-        run(a.out, a.budget, a.small, a.results)
+        run(a.out, a.budget, a.small, a.results, a.work)
         return
     done = finished(a.results)
     recipe = recipe_of(done) or FIRST_RECIPE

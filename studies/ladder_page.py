@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -87,6 +88,34 @@ def rung_table(merged: list) -> list[str]:
     return lines
 
 
+PHASE = re.compile(
+    r"^\[(?P<bucket>[^\]]+)\] (?P<rate>[\d,]+) model-steps/s training \((?P<members>\d+) members\)"
+    r"(?:, (?P<flops>[\d.,]+) (?P<unit>[TG])FLOP/s model(?: \((?P<mfu>[\d.]+) % of (?P<peak>.+?) peak\))?)?;"
+)
+
+
+def speed_table(parts: list[dict]) -> list[str]:
+    """Per finished part, its fastest population's training rate, model FLOP/s and MFU, as its
+    phase lines printed them (the training chunks after the first: compiles excluded)."""
+    lines = [
+        "| part | params | population | members | model-steps/s | model TFLOP/s | MFU | measured on |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for part in parts:
+        found = [m for m in map(PHASE.match, part.get("phases", [])) if m and m["flops"]]
+        if part["rc"] != 0 or not found:
+            continue
+        tflops = lambda m: float(m["flops"].replace(",", "")) / (1 if m["unit"] == "T" else 1000)  # noqa: E731
+        best = max(found, key=tflops)
+        mfu = f"{best['mfu']} % of {best['peak']}" if best["mfu"] else "— (no peak for this device)"
+        where = f"{part['machine']}, {part['date']}, {part['commit'][:7]}"
+        lines.append(
+            f"| {part['part']} | {part['n_params']:,} | {best['bucket']} | {best['members']} "
+            f"| {best['rate']} | {tflops(best):.3g} | {mfu} | {where} |"
+        )
+    return lines if len(lines) > 2 else ["No finished part has a phase line yet."]
+
+
 def plan_table(parts: list[dict], recipe: dict, small: bool) -> list[str]:
     """Every part of the plan: predicted device-seconds, and what ran (rc, measured seconds)."""
     ran = {p["part"]: p for p in parts}
@@ -153,6 +182,7 @@ def markdown(parts: list[dict], small: bool, figure: Path | None) -> str:
     if trend is not None and figure is not None:
         capacity_trend.plot_size_trend(summaries, trend, figure)
         body += ["", f"![bits per parameter against parameters]({figure.name})"]
+    body += ["", "## Speed: model FLOPs utilization", "", *speed_table(parts)]
     body += ["", "## Parts", "", *plan_table(parts, recipe, small)]
     return "\n".join(head + body) + "\n"
 

@@ -10,6 +10,7 @@ import sys
 import pytest
 from helpers import ROOT
 
+from jaxcap.core.runtime import PhaseClock
 from studies import device_time, ladder, ladder_page
 
 
@@ -39,6 +40,18 @@ def test_a_part_trains_the_recipe_it_is_given_and_nothing_else():
     assert device_time.load(search.args(ladder.FIRST_RECIPE)).capacity.search_exposures > 0
 
 
+def test_the_page_reads_the_phase_line_the_loop_prints():
+    clock = PhaseClock()
+    clock.seconds.update(compile=3.0, train=2.0)
+    clock.count.update(compile=1, train=4)
+    line = f"[b0n53061a500] {clock.summary(2, 500, 78_316_000_000, ('NVIDIA H200 bfloat16', 989.4))}"
+    found = ladder_page.PHASE.match(line)  # 2 members x 2,000 steps in 2 s: 2,000 model-steps/s
+    assert (found["rate"], found["members"], found["flops"], found["unit"]) == ("2,000", "2", "157", "T")
+    assert (found["mfu"], found["peak"]) == ("15.8", "NVIDIA H200 bfloat16")
+    cpu = ladder_page.PHASE.match(f"[b0] {clock.summary(2, 500, 1_000_000)}")
+    assert (cpu["flops"], cpu["unit"], cpu["mfu"]) == ("2", "G", None)
+
+
 def _ladder(*args, env=None):
     return subprocess.run(
         [sys.executable, "-m", "studies.ladder", *args],
@@ -53,24 +66,39 @@ def _ladder(*args, env=None):
 @pytest.mark.slow
 def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
     out, split = tmp_path / "out", tmp_path / "split"
-    done = _ladder("run", "--small", "--out", str(out), "--results", str(tmp_path / "none"))
+    env = {
+        **os.environ,
+        "PY": sys.executable,
+        "SMALL": "1",
+        "STUDY": str(tmp_path / "study"),
+        "OUT": str(out),
+    }
+    done = subprocess.run(
+        ["bash", "studies/device_study.sh", "ladder"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    records = [json.loads(p.read_text()) for p in out.glob("*/part.json")]
+    records = [json.loads(p.read_text()) for p in (out / "ladder").glob("*/part.json")]
     assert sorted(r["part"] for r in records) == sorted(p.name for p in ladder.parts({}, small=True))
-    assert all(r["rc"] == 0 and r["small"] for r in records)
-    again = _ladder("run", "--small", "--out", str(out), "--results", str(tmp_path / "none"))
+    assert all(r["rc"] == 0 and r["small"] and r["phases"] for r in records)
+    again = _ladder("run", "--small", "--out", str(out / "ladder"))
     assert "left for later: nothing" in again.stdout and "rc 0" not in again.stdout  # nothing reruns
 
     # the first rung again as one part per budget: merged, it reads both budgets as the one part
     # did. Two launches of a bfloat16 run agree to a few % on the CPU, not bit for bit: the
     # constant-rate stubs of both already differ in the 7th digit, and training amplifies that
-    recipe = ladder.recipe_of(ladder.finished(out))
+    recipe = ladder.recipe_of(ladder.finished(out / "ladder"))
     rung = ladder.SMALL_RUNGS[0]
     for budget in rung.budgets:
         ladder.launch(
             ladder.Part(rung, (budget,), ladder.SIZES), recipe, True, tmp_path / "work", split, 60.0
         )
-    [(_, whole, _)] = ladder_page.merge([p for p in ladder_page.load(out) if p["rung"] == rung.name], (rung,))
+    whole_parts = [p for p in ladder_page.load(out / "ladder") if p["rung"] == rung.name]
+    [(_, whole, _)] = ladder_page.merge(whole_parts, (rung,))
     [(_, parts, mine)] = ladder_page.merge(ladder_page.load(split), (rung,))
     assert len(mine) == 2 and len(parts.c_mem_seeds) == len(whole.c_mem_seeds) == ladder.SEEDS
     assert [p.exposures for p in parts.annealed_curve] == [p.exposures for p in whole.annealed_curve]
@@ -78,14 +106,7 @@ def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
     assert (parts.flat.start, parts.flat.to) == (whole.flat.start, whole.flat.to)
     assert parts.c_mem == pytest.approx(whole.c_mem, rel=0.1)
 
-    page = subprocess.run(
-        [sys.executable, "-m", "studies.ladder_page", str(out), str(out), "--small"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-    )
-    assert page.returncode == 0, page.stderr[-2000:]
     text = (out / "ladder-small.md").read_text()
     assert "Not a measurement" in text and "size trend" in text and (out / ladder_page.FIGURE).exists()
     assert text.count("| finished:") == len(records) and "Not yet run: 0" in text
+    assert text.count("no peak for this device") == len(records)  # every part's FLOP/s, no CPU MFU
