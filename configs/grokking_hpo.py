@@ -1,6 +1,6 @@
 """Grokking with one batched Optuna study: which hyperparameters make a + b mod p generalize.
 
-    python -m jaxcap.launch --config configs/grokking_hpo.py          # 2-core CPU (not yet measured)
+    python -m jaxcap.launch --config configs/grokking_hpo.py          # ~2 min on a 2-core CPU
     python -m jaxcap.launch --config configs/grokking_hpo.py:smoke    # seconds; used by the tests
     python -m jaxcap.launch --config configs/grokking_hpo.py:full     # the seed design's tuning, accelerator
 
