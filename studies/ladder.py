@@ -274,16 +274,10 @@ def main(argv: list[str]) -> None:
     if a.command == "run":
         run(a.out, a.budget, a.small, a.results, a.work)
         return
-    done = finished(a.results)
-    recipe = recipe_of(done) or FIRST_RECIPE
-    print("| part | params | annealed exposures | sizes (x params in bits) | predicted device-s | status |")
-    print("|---|---|---|---|---|---|")
-    for p in parts(recipe, a.small):
-        status = "finished" if p.name in done else "not run"
-        budgets = ", ".join(f"{b:,.0f}" for b in p.budgets) or f"search at {p.search(a.small):g}"
-        sizes = ", ".join(f"{s:g}" for s in p.sizes)
-        seconds = predicted_s(p, recipe, a.small)
-        print(f"| {p.name} | {n_params(p.rung):,} | {budgets} | {sizes} | {seconds:.0f} | {status} |")
+    from studies import ladder_page  # the page's plan table (it imports this module)
+
+    recipe = recipe_of(finished(a.results)) or FIRST_RECIPE
+    print("\n".join(ladder_page.plan_table(ladder_page.load(a.results), recipe, a.small)))
 
 
 if __name__ == "__main__":
