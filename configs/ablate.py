@@ -6,7 +6,7 @@
     python -m jaxcap.launch --config configs/ablate.py:hpo       # the same with HPO on (Optuna per level)
 
 The same experiment as configs/enhance.py (one meta-model fit, C_variant / C_baseline with 90%
-intervals; jaxcap/experiments/enhance/enhance_experiment.py) over ablations: one vs two layers
+intervals; jaxcap/experiments/enhance/experiment.py) over ablations: one vs two layers
 (associative recall is where theory predicts one layer fails: Olsson et al. 2022, Sanford et al.
 2023), attention-only blocks, positional encodings, precision (bfloat16 and float64 against
 float32) and k-bit quantization-aware training (k = 2, 4, 8: does capacity follow the precision
@@ -23,7 +23,7 @@ default (measured: docs/configs.md#configsablatepy).
 """
 
 from jaxcap.config.base import parse_arg
-from jaxcap.experiments.enhance.enhance_experiment import enhance_config, memorization_family
+from jaxcap.experiments.enhance.experiment import enhance_config, memorization_family
 from jaxcap.experiments.enhance.variants import with_hpo
 
 VARIANTS = (
@@ -38,7 +38,7 @@ VARIANTS = (
     "model.qat_bits=8",
 )
 FULL_ONLY = ("model.compute_dtype=float16,train.loss_scale=1024.0",)
-# the smoke model has one layer (jaxcap/experiments/enhance/enhance_experiment.py), so its layer
+# the smoke model has one layer (jaxcap/experiments/enhance/experiment.py), so its layer
 # ablation adds the second;
 # 4-bit QAT gives the precision curve its second point
 SMOKE = ("", "model.n_layers=2", "model.qat_bits=4")

@@ -13,7 +13,7 @@
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --complexity 6
 
 Families and their difficulty levels are data (`config.calibrate.families`, see
-jaxcap/experiments/calibrate/calibrate_experiment.py): a new task family plugs in as one more
+jaxcap/experiments/calibrate/experiment.py): a new task family plugs in as one more
 entry. Each family trains as its own population run in `<workdir>/families/<name>/` (grid over
 levels x seeds x the hparam grid, the best hparam setting per level kept), then the meta-model
 logit P(success) = κ_f (log C − log θ_f − δ_level − log bits) is fitted by NUTS with
@@ -50,7 +50,7 @@ Measured times and results: docs/configs.md#configscalibratepy.
 """
 
 from jaxcap.config.base import base_config, parse_arg
-from jaxcap.experiments.calibrate.family_configs import CalibrateSettings
+from jaxcap.experiments.calibrate.settings import CalibrateSettings
 from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.fields import defaults
 
@@ -180,7 +180,7 @@ def get_config(arg=None):
     c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in <= 45 min
     c.sweep.seeds = 4
     c.note = "a small model (d_model 32) for 1,000 steps so the default finishes on a laptop CPU"
-    # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/family_configs.py);
+    # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/settings.py);
     # NUTS 1,000 + 4,000 at acceptance 0.97 and one fold seed (NutsSettings, ValidationSettings):
     # every sampler target met on the real default; replicates come from data seeds (docs/meta-model.md)
     c.calibrate = defaults(CalibrateSettings, families=families(variant))

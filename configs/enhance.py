@@ -8,7 +8,7 @@
 
 Every variant (a model switch of jaxcap/models/, as a bucket-style override) trains the same
 families, levels, seeds and steps as the baseline; one meta-model fit gives C per variant and
-C_variant / C_baseline with 90% intervals (jaxcap/experiments/enhance/enhance_experiment.py).
+C_variant / C_baseline with 90% intervals (jaxcap/experiments/enhance/experiment.py).
 Writes the calibrate report plus
 report/enhance.md (multipliers next to parameters and FLOPs, verdicts: "no evidence of change"
 when the interval contains 1, a target 1.5x / 5x / 10x reached only when the interval's lower
@@ -34,7 +34,7 @@ per-family breakdown (jaxcap/experiments/enhance/sections.py).
 from pathlib import Path
 
 from jaxcap.config.base import load_config, parse_arg
-from jaxcap.experiments.enhance.enhance_experiment import enhance_config, memorization_family
+from jaxcap.experiments.enhance.experiment import enhance_config, memorization_family
 from jaxcap.experiments.enhance.variants import with_combinations
 
 VARIANTS = (

@@ -137,6 +137,18 @@ def from_section(cls, section: Any, **extra: Any) -> Any:
     return cls(**values, **extra)
 
 
+def to_section(obj: Any) -> dict[str, Any]:
+    """The config section a dataclass built by `from_section` came from (its `setting` fields,
+    nested `subsection`s the same way): what a config.json records of it."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        if "section" in f.metadata:
+            out[f.name] = to_section(getattr(obj, f.name))
+        elif "rule" in f.metadata:
+            out[f.name] = getattr(obj, f.name)
+    return out
+
+
 def _range(c) -> str:
     if c.low is not None and c.high is not None:
         return f" in [{c.low}, {c.high}]"

@@ -137,16 +137,15 @@ def capacity_runs(config) -> list[dict]:
 
 
 def calibrate_runs(config) -> list[dict]:
-    from jaxcap.experiments.calibrate.family_configs import family_configs
-
-    design, out = config.calibrate.design, []
-    for name, entry in config.calibrate.families.items():
-        values = next(iter(dict(entry["levels"]).values()))
+    cal = build_plan(config).section  # the Calibration: every family, typed
+    design, out = cal.settings.design, []
+    for name, family in cal.families.items():
+        values = family.values
         passes = [(f"{name} grid", values[: design.grid or len(values)])]
         passes += [(f"{name} round {r}", values[:1] * design.per_round) for r in range(1, design.rounds + 1)]
         for label, levels in passes:
-            [family] = family_configs(config, {name: tuple(sorted(set(levels)))})[name]
-            [bucket] = family.plan.buckets
+            [run] = family.runs(tuple(sorted(set(levels))))
+            [bucket] = run.plan.buckets
             per_level = len(bucket.members) // len(set(levels))
             out.append({**_run(label, bucket, per_level * len(levels), bucket.settings.steps), "reports": 1})
     return out

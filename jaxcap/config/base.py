@@ -64,6 +64,18 @@ def derived_config(
     return out
 
 
+def nested_run(
+    config: ml_collections.ConfigDict, experiment: str, drop: tuple[str, ...] = ()
+) -> tuple[Plan, dict]:
+    """A run that `config` carries inside it (a pilot config's own calibration): `config` as an
+    `experiment` config without the `drop` sections, parsed into its plan, and what its
+    config.json records (the runtime aside, which may change on resume)."""
+    inner = derived_config(config, {"experiment": experiment}, drop=drop)
+    record = inner.to_dict()
+    record.pop("runtime")
+    return build_plan(inner), record
+
+
 def recorded_config(record: dict, defaults: bool = False) -> ml_collections.ConfigDict:
     """The config a workdir's config.json records, JSON lists back to the tuples a config holds;
     with `defaults`, over today's defaults, so a workdir written before a field existed still plans."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import ml_collections
 
@@ -102,6 +102,20 @@ class Bucket:
         """The members at these task-knob levels (a knob's grid replaced)."""
         return self._regrid(grid=dataclasses.replace(self.grid, knob_grid={**self.grid.knob_grid, **grid}))
 
+    def on_task(self, task: Task, **grid: tuple) -> Bucket:
+        """The same population on `task` (one built for these knob levels, so that its shared
+        sizes follow them) at those levels; the model follows the task's vocabulary and outputs."""
+        spec = task.spec
+        model = dataclasses.replace(
+            self.model, vocab_size=spec.vocab_size, seq_len=spec.seq_len, n_outputs=spec.n_outputs
+        )
+        grid = dataclasses.replace(self.grid, knob_grid={**self.grid.knob_grid, **grid})
+        return self._regrid(task=task, model=model, grid=grid)
+
+    def with_seeds(self, seeds: int) -> Bucket:
+        """The same grid with `seeds` members per setting and level."""
+        return self._regrid(grid=dataclasses.replace(self.grid, seeds=seeds))
+
     def with_settings(self, **fields: Any) -> Bucket:
         """The same population with training settings replaced (e.g. the schedule)."""
         return dataclasses.replace(self, settings=dataclasses.replace(self.settings, **fields))
@@ -126,18 +140,23 @@ def _dropout(members) -> bool:
     return any(m.hparams["dropout"] > 0 for m in members)
 
 
+S = TypeVar("S")  # an experiment's typed section
+
+
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class Plan(Generic[S]):
     """A config as the typed objects a run needs (jaxcap.config.base.build_plan), built once
-    before the first write and handed down: `run(config, workdir)` passes it to the experiment."""
+    before the first write and handed down: `run(config, workdir)` passes it to the experiment.
+    `Plan[Calibration]` is a calibrate run's plan: the section's type is the experiment's."""
 
     experiment: str
     seed: int
     buckets: tuple[Bucket, ...]
     runtime: Runtime
     # the experiment's own sections, typed: what its registry `check` builds (hpo: a Sweep,
-    # capacity: a CapacityRun, calibrate and enhance: a Calibration); None where it has none
-    section: Any = None
+    # capacity: a CapacityRun, calibrate and enhance: a Calibration, pilot: a PilotPlan); None
+    # where it has none
+    section: S | None = None
 
     @property
     def devices(self) -> int:

@@ -28,7 +28,8 @@ class Experiment:
     check: str = ""  # (config, plan) -> the typed section, or ConfigError; before any write
 
 
-_CALIBRATE = "jaxcap.experiments.calibrate.calibrate_experiment"
+_CALIBRATE = "jaxcap.experiments.calibrate.experiment"
+_CALIBRATE_SETTINGS = "jaxcap.experiments.calibrate.settings:CalibrateSettings"
 EXPERIMENTS: dict[str, Experiment] = {
     "population": Experiment(
         "jaxcap.experiments.population_experiment:population_experiment",
@@ -49,20 +50,20 @@ EXPERIMENTS: dict[str, Experiment] = {
     "calibrate": Experiment(  # the meta-model pipeline
         f"{_CALIBRATE}:calibrate_experiment",
         f"{_CALIBRATE}:calibrate_report",
-        (("calibrate", "jaxcap.experiments.calibrate.family_configs:CalibrateSettings"),),
+        (("calibrate", _CALIBRATE_SETTINGS),),
         setup=f"{_CALIBRATE}:setup",
-        check="jaxcap.experiments.calibrate.family_configs:check",  # every family validates
+        check="jaxcap.experiments.calibrate.settings:check",  # every family validates
     ),
     "pilot": Experiment(  # a new family from a few pilot levels it chooses, on a calibrated fit
-        "jaxcap.experiments.pilot.pilot_experiment:pilot_experiment",
-        "jaxcap.experiments.pilot.pilot_page:pilot_report",
+        "jaxcap.experiments.pilot.experiment:pilot_experiment",
+        "jaxcap.experiments.pilot.report:pilot_report",
         (("pilot", "jaxcap.experiments.pilot.settings:PilotSettings"),),
         check="jaxcap.experiments.pilot.settings:check",  # the family against the posterior it joins
     ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
-        "jaxcap.experiments.enhance.enhance_experiment:enhance_experiment",
-        "jaxcap.experiments.enhance.enhance_experiment:enhance_report",
-        (("calibrate", "jaxcap.experiments.calibrate.family_configs:CalibrateSettings"),),
+        "jaxcap.experiments.enhance.experiment:enhance_experiment",
+        "jaxcap.experiments.enhance.experiment:enhance_report",
+        (("calibrate", _CALIBRATE_SETTINGS),),
         setup=f"{_CALIBRATE}:setup",
         check="jaxcap.experiments.enhance.variants:check",  # every family, every variant a model change
     ),

@@ -124,7 +124,7 @@ class FitDiagnostics:
 
 @dataclasses.dataclass(frozen=True)
 class PilotRecord:
-    """What a family appended by pilot runs rests on (jaxcap/experiments/pilot/pilot_experiment.py:record)."""
+    """What a family appended by pilot runs rests on (jaxcap/experiments/pilot/experiment.py:record)."""
 
     family: str
     pilots: int | None = None

@@ -96,7 +96,7 @@ EXPERIMENT_SECTIONS = {
     "capacity": ("CapacitySettings", ("jaxcap.experiments.capacity.populations",), "capacity", _settings),
     "calibrate": (
         "CalibrateSettings",
-        ("jaxcap.experiments.calibrate.family_configs",),
+        ("jaxcap.experiments.calibrate.settings",),
         "calibrate",
         _settings,
     ),

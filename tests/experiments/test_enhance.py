@@ -16,7 +16,7 @@ from helpers import ENV, ROOT
 from jaxcap.config.base import load_config, validate
 from jaxcap.experiments.enhance import breakdown as enhance_breakdown
 from jaxcap.experiments.enhance import capacity as enhance_capacity
-from jaxcap.experiments.enhance import enhance_experiment as enhance
+from jaxcap.experiments.enhance import experiment as enhance
 from jaxcap.experiments.enhance import precision as enhance_precision
 from jaxcap.experiments.enhance import sections as enhance_sections
 from jaxcap.experiments.enhance.variants import combinations, combine, with_combinations

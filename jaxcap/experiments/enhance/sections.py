@@ -6,9 +6,9 @@
 3. What each variant learned per family, and one vs two layers (jaxcap/experiments/enhance/breakdown.py).
 
 Each reads `config.json`, `table.json`, the family sub-workdirs and the multiplier rows of
-jaxcap/experiments/enhance/enhance_experiment.py; nothing is retrained (`python -m jaxcap.report --workdir D`
+jaxcap/experiments/enhance/experiment.py; nothing is retrained (`python -m jaxcap.report --workdir D`
 rebuilds them), and every variant's numbers come from the same budget and seeds (the report's
-honesty rules, jaxcap/experiments/enhance/enhance_experiment.py).
+honesty rules, jaxcap/experiments/enhance/experiment.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import itertools
 import ml_collections
 
 from jaxcap.config.plan import parse_overrides
-from jaxcap.experiments.calibrate import family_configs as calibrate_config
+from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.experiments.hpo.search_space import add_level_search
 from jaxcap.fields import ConfigError
 from jaxcap.models.config import MODEL_FIELDS
@@ -44,11 +44,11 @@ def combine(*variants: str) -> str:
     return ",".join(parts)
 
 
-def check(config: ml_collections.ConfigDict, plan=None) -> calibrate_config.Calibration:
+def check(config: ml_collections.ConfigDict, plan=None):
     """The enhance experiment's checks before anything is written: a multiplier is C_variant /
     C_baseline, so the architectures are the baseline and at least one variant, no two alike, each
-    a combination `combine` accepts; then every family validates (the calibrate check, whose
-    `Calibration` it returns)."""
+    a combination `combine` accepts; then the calibrate check (the registry's), whose
+    `Calibration` it returns: every family parsed, each variant one of its architectures."""
     archs = tuple(config.calibrate.architectures)
     if len(archs) < 2 or len(set(archs)) < len(archs):
         raise ConfigError(
@@ -57,7 +57,7 @@ def check(config: ml_collections.ConfigDict, plan=None) -> calibrate_config.Cali
         )
     for arch in archs:
         combine(arch)
-    return calibrate_config.check(config)
+    return resolve(EXPERIMENTS["calibrate"].check)(config, plan)
 
 
 def combinations(best: tuple[str, ...], sizes: tuple[int, ...] = (2,)) -> tuple[str, ...]:

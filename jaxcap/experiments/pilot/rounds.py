@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcap.experiments.calibrate.calibrate_experiment import train_runs
+from jaxcap.experiments.families import train_runs
 from jaxcap.experiments.pilot.settings import PilotPlan
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import Table, load_table
@@ -157,7 +157,7 @@ def run_rounds(plan: PilotPlan, posterior: Posterior, architecture: str, store: 
         print(f"== pilot round {r}: trains {plan.field}={value} with {seeds} seeds", flush=True)
         root = store.root / "pilots" / f"round{r}"
         runs = plan.runs(value, seeds, architecture)
-        workdirs = train_runs(plan.base.calibrate.search, root, runs, "pilot")
+        workdirs = train_runs(plan.family.search, root, runs, "pilot")
         rnd = PilotRound(
             r, level, value, plan.bits[level], seeds, 0, 0, untried, {str(n): g for n, g in gains.items()},
             [lo, med, hi], hi / lo, fit.ess, [str(w.relative_to(store.root)) for w in workdirs],

@@ -2,7 +2,7 @@
 validated against the calibrated posterior it will join, before anything trains.
 
 The family is data, exactly like one entry of `config.calibrate.families`
-(jaxcap/experiments/calibrate/family_configs.py):
+(jaxcap/experiments/calibrate/settings.py):
 
     pilot.family = dict(task=dict(name="binop", operation="add", train_fraction=0.9),
                         levels=dict(p=(3, 5, 7, 11, 17)), overrides="")
@@ -19,23 +19,22 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_collections
 
-from jaxcap.config.base import derived_config, recorded_config
-from jaxcap.experiments.calibrate.family_configs import (
-    FamilyRun,
-    candidate_bits,
-    family_config,
-    family_configs,
-)
-from jaxcap.experiments.calibrate.family_configs import check as calibrate_check
+from jaxcap.config.base import nested_run, recorded_config
+from jaxcap.config.family import Family, FamilyRun, family_config, parse_family
+from jaxcap.config.plan import Plan
+from jaxcap.experiments.families import level_fields, with_bits
 from jaxcap.fields import ConfigError, Float, Int, Str, TupleOf, from_section, setting
 from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS, TASK_DEPENDENT_MODEL_FIELDS
 from jaxcap.meta.posterior import read_meta
 from jaxcap.meta.posterior_meta import PosteriorMeta
 from jaxcap.results.store import clean
+
+if TYPE_CHECKING:  # the calibration a pilot fits first is a calibrate run: its section's type
+    from jaxcap.experiments.calibrate.settings import Calibration
 
 KEY = "pilot"  # the family's name in the calibrate config its runs derive from
 FAMILY = "config.pilot.family"
@@ -95,29 +94,40 @@ class PilotSettings:
 
 @dataclasses.dataclass(frozen=True)
 class PilotPlan:
-    """The pilot experiment's checked section (`plan.section`)."""
+    """The pilot experiment's checked section (`plan.section`): the new family, parsed once on
+    the posterior's recorded model, budget and search (or on this config's own calibration)."""
 
     settings: PilotSettings
-    base: ml_collections.ConfigDict  # the calibrate config pilots derive from, with this run's runtime
-    base_dir: Path | None  # the posterior's workdir; None: fit `base` first into <workdir>/base
+    family: Family  # the new family, every candidate level built and checked, with its covariates
+    base: Plan[Calibration] | None  # posterior='': the calibration fitted first into <workdir>/base
+    base_record: dict | None  # that calibration's config.json
+    base_dir: Path | None  # the posterior's workdir; None: fit `base` first
     arch: int  # the fitted architecture's index
-    field: str  # the level field
-    values: tuple  # its candidate values
-    bits: tuple[float, ...]  # each candidate's difficulty covariate
     level_fields: tuple[dict, ...]  # each candidate's level fields, as the table will record them
+
+    @property
+    def field(self) -> str:
+        return self.family.field
+
+    @property
+    def values(self) -> tuple:
+        return self.family.values
+
+    @property
+    def bits(self) -> tuple[float, ...]:
+        return self.family.bits
 
     def runs(self, value, seeds: int, architecture: str) -> list[FamilyRun]:
         """The runs of one pilot level with `seeds` seeds on the bucket-style `architecture`."""
-        config = derived(self.base, self.settings.family, seeds, architecture)
-        return family_configs(config, {KEY: [value]})[KEY]
+        return self.family.runs([value], seeds, (architecture,))
 
     def architecture(self, meta: PosteriorMeta) -> str:
         """The entry of the base config's calibrate.architectures whose model is the posterior's
         fitted architecture `arch` (ConfigError if none is)."""
         wanted = meta.archs[self.arch]
-        for candidate in self.base.calibrate.architectures:
-            plan = self.runs(self.values[0], 1, candidate)[0].plan
-            if arch_fields(plan.buckets[0].model) == wanted:
+        for candidate in self.family.architectures:
+            [bucket] = self.family.level_buckets(self.values[:1], 1, (candidate,))
+            if arch_fields(bucket.model) == wanted:
                 return candidate
         raise ConfigError(
             f"config.pilot.arch: got {self.settings.arch!r} ({meta.arch_labels[self.arch]}), which no "
@@ -142,14 +152,6 @@ def arch_fields(model) -> dict:
     return json.loads(json.dumps(clean(fields)))
 
 
-def derived(base, family: dict, seeds: int, architecture: str | None = None) -> ml_collections.ConfigDict:
-    """The calibrate config of the pilot family alone, `seeds` seeds a level."""
-    changes = {"calibrate.families": {KEY: family}, "sweep.seeds": seeds}
-    if architecture is not None:
-        changes["calibrate.architectures"] = (architecture,)
-    return derived_config(base, changes)
-
-
 def recorded_config_of(workdir: Path, runtime) -> ml_collections.ConfigDict:
     """The calibrate config a posterior workdir recorded (config.json), with `runtime`."""
     recorded = json.loads((workdir / "config.json").read_text())
@@ -158,7 +160,7 @@ def recorded_config_of(workdir: Path, runtime) -> ml_collections.ConfigDict:
             f"config.pilot.posterior: got {str(workdir)!r}, whose config.json is a "
             f"{recorded.get('experiment')!r} run; allowed: a calibrate workdir"
         )
-    return derived_config(recorded_config(recorded), {"runtime": runtime.to_dict()})
+    return recorded_config({**recorded, "runtime": runtime.to_dict()})
 
 
 def posterior_meta(workdir: Path) -> PosteriorMeta:
@@ -172,14 +174,15 @@ def posterior_meta(workdir: Path) -> PosteriorMeta:
         ) from None
 
 
-def own_base(config) -> ml_collections.ConfigDict:
-    """posterior='': the calibrate config this pilot config carries (fitted into <workdir>/base)."""
+def own_base(config) -> tuple[Plan[Calibration], dict]:
+    """posterior='': the calibration this pilot config carries (fitted into <workdir>/base), and
+    its config.json."""
     if "calibrate" not in config:
         raise ConfigError(
             "config.pilot.posterior: got ''; allowed: a calibrate workdir, or '' in a config that "
             "carries a config.calibrate section to fit first (configs/pilot.py)"
         )
-    return derived_config(config, {"experiment": "calibrate"}, drop=("pilot",))
+    return nested_run(config, "calibrate", drop=("pilot",))
 
 
 def _not_fitted(name: str, fitted: list[str]) -> None:
@@ -198,23 +201,39 @@ def _renamed(e: ConfigError) -> str:
     )
 
 
-def candidates(base, family: dict) -> tuple[str, tuple, tuple, tuple, str]:
-    """(level field, values, covariate bits, level fields, the table's family name) of a family
-    whose every candidate level builds a valid run (ConfigError naming the first that does not)."""
-    c = derived(base, family, 1)
-    try:
-        family_config(c, KEY, c.calibrate.families[KEY])  # task, level field, fixed fields, overrides
+def pilot_family(base: ml_collections.ConfigDict, entry: dict) -> Family:
+    """The new family parsed on `base` (a calibrate config), every candidate level a valid run
+    with a positive covariate (ConfigError naming the first that is not, as config.pilot.family)."""
+    try:  # the task, the level field, the fixed fields and the overrides, before any level
+        family_config(base, KEY, entry, tuple(base.calibrate.architectures))
     except ConfigError as e:
         raise ConfigError(_renamed(e)) from None
-    field, values = next(iter(dict(family["levels"]).items()))
+    try:
+        family = parse_family(base, KEY, entry)
+    except ConfigError as e:
+        field, values = next(iter(dict(entry["levels"]).items()))
+        for i, value in enumerate(values):  # name the candidate that does not build
+            try:
+                parse_family(base, KEY, {**entry, "levels": {field: (value,)}})
+            except ConfigError as one:
+                raise ConfigError(f"{FAMILY}.levels.{field}[{i}]: {value!r}: {_renamed(one)}") from None
+        raise ConfigError(_renamed(e)) from None
+    family = with_bits(family)
+    for i, b in enumerate(family.bits):
+        if not b > 0:
+            raise ConfigError(
+                f"{FAMILY}.levels.{family.field}[{i}]: {family.values[i]!r} has a covariate of {b:g} bits; "
+                "allowed: levels of positive difficulty (the meta-model reads log bits)"
+            )
+    return family
+
+
+def candidate_fields(family: Family) -> tuple[tuple[dict, ...], str]:
+    """(level fields of each candidate as the table will record them, the table's family name)."""
     fields, names = [], set()
-    for i, value in enumerate(values):
-        try:
-            run = family_configs(c, {KEY: [value]})[KEY][0]
-        except ConfigError as e:
-            raise ConfigError(f"{FAMILY}.levels.{field}[{i}]: {value!r}: {_renamed(e)}") from None
-        bucket = run.plan.buckets[0]
-        task = {**dataclasses.asdict(bucket.task), **bucket.members[0].knobs}  # what a row records
+    for value in family.values:
+        [bucket] = family.level_buckets([value], 1, family.architectures[:1])
+        task = level_fields(bucket)  # what a row records
         fields.append(
             {
                 k: v
@@ -224,39 +243,34 @@ def candidates(base, family: dict) -> tuple[str, tuple, tuple, tuple, str]:
         )
         family_name = bucket.task.spec.family
         names.add(":".join([family_name, *(str(task[f]) for f in FAMILY_FIELDS.get(family_name, ()))]))
-    values, bits = candidate_bits(c, KEY)
-    for i, b in enumerate(bits):
-        if not b > 0:
-            raise ConfigError(
-                f"{FAMILY}.levels.{field}[{i}]: {values[i]!r} has a covariate of {b:g} bits; allowed: "
-                "levels of positive difficulty (the meta-model reads log bits)"
-            )
-    return field, tuple(values), tuple(bits), tuple(json.loads(json.dumps(clean(fields)))), names.pop()
+    return tuple(json.loads(json.dumps(clean(fields)))), names.pop()
 
 
 def check(config: ml_collections.ConfigDict, plan=None) -> PilotPlan:
     """The pilot experiment's registry check: its `PilotPlan`, or one ConfigError line."""
     settings = from_section(PilotSettings, config.pilot)
     settings = dataclasses.replace(settings, family=config.pilot.family.to_dict())
+    base_plan = base_record = None
     if settings.posterior:
         base_dir = Path(settings.posterior).resolve()
         base, meta = recorded_config_of(base_dir, config.runtime), posterior_meta(base_dir)
         fitted, n_archs = meta.families, len(meta.archs)
-    else:
-        base_dir, base, meta = None, own_base(config), None
-        calibrate_check(base)  # the calibration it runs first: every family validates
-        fitted, n_archs = list(base.calibrate.families), len(base.calibrate.architectures)
+    else:  # the calibration this config carries: every family checked, fitted first
+        base_dir, meta, base = None, None, config
+        base_plan, base_record = own_base(config)
+        fitted, n_archs = list(base_plan.section.families), len(base_plan.section.settings.architectures)
     labels = [f"a{i}" for i in range(n_archs)]
     if settings.arch not in labels:
         raise ConfigError(f"config.pilot.arch: got {settings.arch!r}; allowed: {', '.join(labels)}")
     _not_fitted(settings.name, fitted)
-    field, values, bits, fields, name = candidates(base, settings.family)
+    family = pilot_family(base, settings.family)
+    fields, name = candidate_fields(family)
     if settings.name != name:
         raise ConfigError(
             f"config.pilot.name: got {settings.name!r}; allowed: {name!r}, the name the table gives "
             "this family's runs (the task's family; binop's operation too)"
         )
-    plan = PilotPlan(settings, base, base_dir, int(settings.arch[1:]), field, values, bits, fields)
+    plan = PilotPlan(settings, family, base_plan, base_record, base_dir, int(settings.arch[1:]), fields)
     if meta is not None:
         plan.architecture(meta)  # the fitted architecture is one this family's runs build
     return plan

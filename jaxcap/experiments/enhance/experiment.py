@@ -3,7 +3,7 @@
 A variant is a bucket-style override of model fields (`model.norm_type=rms`, `model.qat_bits=4`,
 `model.n_layers=1`; the switches of jaxcap/models/). Every variant trains the same task
 families, levels, seeds, steps and level search as the baseline (the first entry, normally ""),
-as architectures of one `calibrate` run (jaxcap/experiments/calibrate/calibrate_experiment.py),
+as architectures of one `calibrate` run (jaxcap/experiments/calibrate/experiment.py),
 so they share one meta-model fit and one scale: the multiplier of variant a is C_a / C_base,
 computed draw by draw from the joint posterior (so the intervals account for the correlation of
 the two capacities), and per parameter (C_a / P_a) / (C_base / P_base), since a variant that
@@ -22,8 +22,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from jaxcap.config.plan import Plan
-from jaxcap.experiments.calibrate.calibrate_experiment import calibrate_experiment, calibrate_report
-from jaxcap.experiments.calibrate.family_configs import CalibrateSettings
+from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.fields import defaults
 from jaxcap.meta.meta_report import arch_words
@@ -117,7 +116,7 @@ def format_table(rows: list[dict]) -> str:
 def enhance_report(store: Store) -> list[Path]:
     """The calibrate report plus report/enhance.md, report/multipliers.png and, when the variants
     hold two precisions or more, report/precision_curve.png."""
-    written = calibrate_report(store)
+    written = resolve(EXPERIMENTS["calibrate"].report)(store)  # the calibrate run underneath
     rows = multipliers(load_posterior(store.root / "posterior.nc"))
     figure = plot_forest(store.report_path / "multipliers.png", rows)
     text = (
@@ -134,7 +133,7 @@ def enhance_report(store: Store) -> list[Path]:
 
 def enhance_experiment(plan: Plan, store: Store) -> list[dict]:
     """Train every variant on every family (resumable), fit, then the multipliers."""
-    calibrate_experiment(plan, store)
+    resolve(EXPERIMENTS["calibrate"].run)(plan, store)  # every variant an architecture of one fit
     written = enhance_report(store)
     rows = multipliers(load_posterior(store.root / "posterior.nc"))
     print(format_table(rows), flush=True)
@@ -167,7 +166,8 @@ def enhance_config(families: dict, variants: tuple[str, ...], variant: str) -> m
     c.sweep.seeds = 2
     # no capacity_workdir: multipliers C_a / C_a0 do not depend on the unit (jaxcap/meta/anchor.py);
     # the design's defaults train every listed level of every variant
-    c.calibrate = defaults(CalibrateSettings, families=families, architectures=variants)
+    settings = resolve(dict(EXPERIMENTS["enhance"].sections)["calibrate"])  # CalibrateSettings
+    c.calibrate = defaults(settings, families=families, architectures=variants)
     c.calibrate.nuts.update(warmup=500, samples=500, target_accept=0.99)
     c.calibrate.validation.update(folds=0, designs=())
     if variant == "smoke":

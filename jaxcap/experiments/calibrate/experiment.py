@@ -25,7 +25,8 @@ import numpy as np
 
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.calibrate import capacity_scale as calibrate_anchor
-from jaxcap.experiments.calibrate.family_configs import SEARCHES, Calibration, FamilyRun
+from jaxcap.experiments.calibrate.settings import Calibration
+from jaxcap.experiments.families import train_runs
 from jaxcap.meta import cells as meta_cells
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import design as meta_design
@@ -40,32 +41,19 @@ from jaxcap.meta.boundary_design import information_levels
 from jaxcap.results.store import Store, clean, write_atomic
 
 
-def train_runs(search: str, root: Path, runs: list[FamilyRun], what: str = "family") -> list[Path]:
-    """Train one family's runs under `root` with the level search `search` (each resumes on its
-    own); their workdirs. The pilot experiment trains its rounds with it too (`what`: "pilot")."""
-    out = []
-    for run in runs:
-        sub = Store(root / run.part)
-        sub.write_config(run.record)
-        print(f"== {what} pass {sub.root}", flush=True)
-        SEARCHES[search](run.plan, sub)
-        out.append(sub.root)
-    return out
-
-
-def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
+def train_families(plan: Plan[Calibration], store: Store) -> tuple[list[Path], set[str]]:
     """Every family's passes (resumable): the workdirs, and those of bisection passes."""
-    cal: Calibration = plan.section  # every family's runs, checked by the registry check
+    cal = plan.section  # every family, parsed by the registry check
     design, search = cal.settings.design, cal.settings.search
     workdirs, boundary = [], set()
-    for name, runs in cal.families.items():
+    for name, family in cal.families.items():
         root = store.root / "families" / name
         if not design.grid:
-            workdirs += train_runs(search, root, runs)
+            workdirs += train_runs(search, root, family.runs())
             continue
-        values, bits = cal.candidate_bits(name)
+        values, bits = family.values, list(family.bits)
         chosen = meta_design.spanning_grid(bits, design.grid)
-        mine = train_runs(search, root / "grid", cal.runs(name, [values[i] for i in chosen]))
+        mine = train_runs(search, root / "grid", family.runs([values[i] for i in chosen]))
         for r in range(1, design.rounds + 1):
             table = meta_data.load_table(mine)
             new = _round_levels(design, bits, meta_design.level_counts(table, table.families[0]), r)
@@ -75,7 +63,7 @@ def train_families(plan: Plan, store: Store) -> tuple[list[Path], set[str]]:
                 break
             picked = [values[i] for i in new]
             print(f"== {name}: {design.rule} round {r} adds {picked}", flush=True)
-            added = train_runs(search, root / f"boundary{r}", cal.runs(name, picked))
+            added = train_runs(search, root / f"boundary{r}", family.runs(picked))
             boundary |= {str(w) for w in added}
             mine += added
         workdirs += mine
@@ -113,7 +101,7 @@ def setup(config: ml_collections.ConfigDict) -> None:
     meta_fit.reserve_chain_devices(config.calibrate.nuts.chains)
 
 
-def calibrate_experiment(plan: Plan, store: Store) -> dict:
+def calibrate_experiment(plan: Plan[Calibration], store: Store) -> dict:
     """Train every family (resumable), fit, validate, report; returns the summary."""
     cal = plan.section.settings
     workdirs, boundary = train_families(plan, store)

@@ -17,14 +17,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from jaxcap.config.base import build_plan
 from jaxcap.config.plan import Plan
-from jaxcap.experiments.calibrate.calibrate_experiment import calibrate_experiment
-from jaxcap.experiments.pilot.pilot_page import headline, pilot_report
+from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.experiments.pilot.posterior_out import append_family
+from jaxcap.experiments.pilot.report import headline, pilot_report
 from jaxcap.experiments.pilot.rounds import Rounds, run_rounds
 from jaxcap.experiments.pilot.settings import PilotPlan
-from jaxcap.experiments.population_experiment import identity
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.pilot import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws
@@ -33,12 +31,13 @@ from jaxcap.results.store import Store
 
 
 def fit_base(plan: PilotPlan, store: Store) -> Path:
-    """posterior='': the calibrate run this config carries, into <workdir>/base (resumable)."""
+    """posterior='': the calibrate run this config carries, into <workdir>/base (resumable),
+    run as `jaxcap.run` runs any calibrate config (the registry's experiment)."""
     sub = Store(store.root / "base")
     with sub.writer():
-        sub.write_config(identity(plan.base))
+        sub.write_config(plan.base_record)
         print(f"== base calibration {sub.root}", flush=True)
-        calibrate_experiment(build_plan(plan.base), sub)
+        resolve(EXPERIMENTS[plan.base.experiment].run)(plan.base, sub)
     return sub.root
 
 
@@ -75,7 +74,7 @@ def pilot_levels(plan: PilotPlan, result: Rounds) -> tuple[list[LevelInfo], list
     return levels, outcomes
 
 
-def pilot_experiment(plan: Plan, store: Store) -> dict:
+def pilot_experiment(plan: Plan[PilotPlan], store: Store) -> dict:
     """Base fit if asked for, the rounds (resumable), posterior.nc, report/pilot.md."""
     section: PilotPlan = plan.section
     base_dir = section.base_dir or fit_base(section, store)
