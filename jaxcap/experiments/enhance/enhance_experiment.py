@@ -26,8 +26,8 @@ from jaxcap.experiments.calibrate.calibrate_experiment import calibrate_experime
 from jaxcap.experiments.calibrate.family_configs import CalibrateSettings
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.fields import defaults
-from jaxcap.meta.meta_report import arch_words
 from jaxcap.meta.posterior import load_posterior, summarize
+from jaxcap.meta.report import arch_words
 from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.results.store import Store, write_atomic
 
