@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from jaxcap.experiments.capacity import capacity_report
+from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import trend as capacity_trend
 from jaxcap.experiments.capacity.sizes import summarize
 from jaxcap.results.capacity_summary import CapacitySummary

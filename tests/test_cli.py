@@ -140,7 +140,7 @@ def test_hpo_figures_come_from_optuna(tmp_path, monkeypatch):
     import optuna
     from optuna.visualization import matplotlib as optuna_plots
 
-    from jaxcap.experiments.hpo import hpo_report
+    from jaxcap.experiments.hpo import report as hpo_report
 
     called = []
     for name in ("plot_optimization_history", "plot_param_importances"):

@@ -256,7 +256,7 @@ def test_the_scan_finds_planted_reads(tmp_path):
     (tmp_path / "jaxcap").mkdir()
     (tmp_path / "jaxcap" / "planted.py").write_text(PLANTED)
     (tmp_path / "jaxcap" / "capacity_reader.py").write_text(
-        "from jaxcap.experiments.capacity.capacity_report import _summaries\n"
+        "from jaxcap.experiments.capacity.report import _summaries\n"
         "def line(workdir):\n"
         "    _, archs = _summaries(workdir)\n"
         "    best = max(archs, key=lambda a: a.c_mem)\n"
@@ -264,7 +264,7 @@ def test_the_scan_finds_planted_reads(tmp_path):
         "    return best.label, first['label'], {'c_mem_seeds': 1}['c_mem_seeds']\n"
     )
     (tmp_path / "jaxcap" / "hpo_reader.py").write_text(
-        "from jaxcap.experiments.hpo.hpo_report import summarize\n"
+        "from jaxcap.experiments.hpo.report import summarize\n"
         "def gains(store, other):\n"
         "    levels, studies = summarize(store)\n"
         "    rows = {'best': 1}\n"

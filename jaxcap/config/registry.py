@@ -37,13 +37,13 @@ EXPERIMENTS: dict[str, Experiment] = {
     ),
     "hpo": Experiment(  # Optuna studies
         "jaxcap.experiments.hpo.sweep:hpo_experiment",
-        "jaxcap.experiments.hpo.hpo_report:hpo_report",
+        "jaxcap.experiments.hpo.report:hpo_report",
         (("study", "jaxcap.experiments.hpo.search_space:StudySettings"),),
         check="jaxcap.experiments.hpo.study:check",  # the study, its search space and levels
     ),
     "capacity": Experiment(  # memorization capacity against exposures per item
-        "jaxcap.experiments.capacity.capacity_experiment:capacity_experiment",
-        "jaxcap.experiments.capacity.capacity_report:write_report",
+        "jaxcap.experiments.capacity.experiment:capacity_experiment",
+        "jaxcap.experiments.capacity.report:write_report",
         (("capacity", "jaxcap.experiments.capacity.populations:CapacitySettings"),),
         check="jaxcap.experiments.capacity.populations:check",  # every size it may reach trains
     ),

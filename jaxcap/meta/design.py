@@ -8,7 +8,7 @@ candidate nearest the interval's geometric middle, widest intervals first, `per_
 (the boundary's location is what the fit is least sure of: Atkinson, Donev & Tobias 2007,
 ch. 17, on designs for binary responses; this is the sequential, model-free form of it). With
 `rule = "information"` a round adds the levels of largest expected information gain about b*
-instead (boundary_design.py).
+instead (pilot/boundary.py).
 
 Details: docs/design.md#jaxcapmetadesignpy.
 """
@@ -31,7 +31,7 @@ class Design:
     rounds: int = setting(0, Int(0, 20))  # bisection rounds after it
     per_round: int = setting(1, Int(1, 100))  # levels added per family and round
     # how a round picks its levels: the middle of each flip, or the largest expected information
-    # gain about b* from the family's own levels (boundary_design.py)
+    # gain about b* from the family's own levels (pilot/boundary.py)
     rule: str = setting("bisection", Choice(("bisection", "information")))
 
 

@@ -165,7 +165,7 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
 def save_draws(path: str | Path, posterior: Posterior) -> Path:
     """Write a posterior.nc holding only the `posterior` group (one chain of the flat draws),
     atomically: a posterior that is not a NUTS run of its own (a new family appended to a fit
-    by importance sampling, jaxcap/meta/pilot.py) has no sampler statistics or cells to save."""
+    by importance sampling, jaxcap/meta/pilot/fit.py) has no sampler statistics or cells to save."""
     path = Path(path)
     draws = {k: v[None] for k, v in posterior.draws.items()}
     tmp = path.with_name(path.name + ".tmp")

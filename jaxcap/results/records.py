@@ -186,7 +186,7 @@ class LevelSummary:
 class CapacityRow:
     """One line of capacity.jsonl: a member of one dataset size of one architecture, with the bits
     it stored at every exposure budget. Written once per member by
-    `jaxcap.experiments.capacity.capacity_experiment.measure` (sorted keys, `clean`ed: NaN reads
+    `jaxcap.experiments.capacity.experiment.measure` (sorted keys, `clean`ed: NaN reads
     back as None);
     jaxcap/experiments/capacity/sizes.py defines the measures."""
 

@@ -13,7 +13,7 @@ from helpers import launch as _launch
 
 from jaxcap.config.base import load_config
 from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.experiments.capacity.capacity_report import saturated_capacity
+from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 

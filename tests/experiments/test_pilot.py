@@ -14,7 +14,7 @@ from jaxcap.experiments.pilot.posterior_out import append_family, level_effects,
 from jaxcap.fields import ConfigError
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.model import ARCH_COVARIATES
-from jaxcap.meta.pilot import fit_family, prior_particles
+from jaxcap.meta.pilot.fit import fit_family, prior_particles
 from jaxcap.meta.posterior_meta import LevelInfo, PosteriorMeta
 
 SMOKE = ["--config", "configs/pilot.py:smoke"]

@@ -186,7 +186,7 @@ def test_diverged_members_fail_their_trial_without_stopping_the_others(tmp_path)
     [("nsga2", "none", "multi"), ("qmc", "hyperband", "val"), ("random", "halving", "penalized")],
 )
 def test_samplers_pruners_and_objectives_finish_their_budget(tmp_path, sampler, pruner, objective):
-    from jaxcap.experiments.hpo.hpo_report import hpo_report
+    from jaxcap.experiments.hpo.report import hpo_report
 
     c = _config(moduli=(10, 5), n_trials=4, batch=2)
     c.study.update(sampler=sampler, pruner=pruner, objective=objective)

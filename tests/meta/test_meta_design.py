@@ -39,7 +39,7 @@ def test_levels_are_tagged_by_the_pass_that_trained_them():
 
 
 def test_information_rounds_pick_inside_the_bracket_and_stop_when_nothing_is_left():
-    from jaxcap.meta.boundary_design import flat_particles, information_levels
+    from jaxcap.meta.pilot.boundary import flat_particles, information_levels
 
     x = np.log(np.geomspace(4.0, 4096.0, 21))  # 21 candidates, a factor ~1.41 apart
     # learned (4/4) at candidates 0 and 5, failed (0/4) at 10 and 20: b* lies between 5 and 10

@@ -6,22 +6,24 @@ from scipy import integrate
 from scipy.special import expit
 from scipy.stats import betabinom, norm
 
-from jaxcap.meta import information, pilot, pilot_world
 from jaxcap.meta.model import P_EDGE
+from jaxcap.meta.pilot import fit as pilot_fit
+from jaxcap.meta.pilot import information
 from jaxcap.meta.posterior import Posterior
+from studies.pilot import world
 
 
 def fake_posterior(n: int = 500, seed: int = 0, rho: bool = True) -> Posterior:
-    """An assumed family population (pilot_world's), optionally saved before ρ existed."""
-    post = pilot_world.synthetic_posterior(n, seed)
+    """An assumed family population (studies.pilot.world's), optionally saved before ρ existed."""
+    post = world.synthetic_posterior(n, seed)
     if not rho:
         del post.draws["rho"]
     return post
 
 
 def test_outcome_probabilities_match_numerical_integration_over_the_level_effect():
-    parts = pilot.prior_particles(fake_posterior(20), arch=0, seed=1, repeat=1)
-    got = pilot.outcome_probabilities(parts, np.log([500.0, 3000.0]), trials=4)
+    parts = pilot_fit.prior_particles(fake_posterior(20), arch=0, seed=1, repeat=1)
+    got = pilot_fit.outcome_probabilities(parts, np.log([500.0, 3000.0]), trials=4)
     assert got.shape == (20, 2, 5)
     np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-9)
     for s in (0, 7, 13):
@@ -39,18 +41,18 @@ def test_outcome_probabilities_match_numerical_integration_over_the_level_effect
 
 
 def test_binomial_when_the_posterior_has_no_rho():
-    parts = pilot.prior_particles(fake_posterior(10, rho=False), arch=0, seed=0, repeat=1)
-    got = pilot.outcome_probabilities(parts, np.log([2000.0]), trials=3)
+    parts = pilot_fit.prior_particles(fake_posterior(10, rho=False), arch=0, seed=0, repeat=1)
+    got = pilot_fit.outcome_probabilities(parts, np.log([2000.0]), trials=3)
     np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-9)
 
 
 def test_no_pilot_is_the_prior_and_pilots_move_the_boundary_toward_the_truth():
-    parts = pilot.prior_particles(fake_posterior(), arch=0, seed=0)
-    prior = pilot.fit_family(parts)
+    parts = pilot_fit.prior_particles(fake_posterior(), arch=0, seed=0)
+    prior = pilot_fit.fit_family(parts)
     assert prior.ess == pytest.approx(len(parts.log_c))
     assert prior.pilots == 0 and prior.runs == 0
     # a family whose boundary is ~300 bits: learned at 100, failed at 1,000, by every seed
-    fit = pilot.fit_family(parts, np.log([100.0, 1000.0]), [4, 4], [4, 0])
+    fit = pilot_fit.fit_family(parts, np.log([100.0, 1000.0]), [4, 4], [4, 0])
     lo, med, hi = fit.boundary_interval()
     assert lo < 1000 and hi > 100 and 100 < med < 1000
     assert fit.boundary_factor() < prior.boundary_factor() / 10
@@ -62,7 +64,9 @@ def test_no_pilot_is_the_prior_and_pilots_move_the_boundary_toward_the_truth():
 def test_weighted_quantile_equal_weights_is_numpys_hazen():
     x = np.random.default_rng(0).normal(size=101)
     q = [0.05, 0.5, 0.95]
-    np.testing.assert_allclose(pilot.weighted_quantile(x, np.ones(101), q), np.quantile(x, q, method="hazen"))
+    np.testing.assert_allclose(
+        pilot_fit.weighted_quantile(x, np.ones(101), q), np.quantile(x, q, method="hazen")
+    )
 
 
 def _entropy(p):
@@ -72,8 +76,8 @@ def _entropy(p):
 
 def test_information_gain_equals_brute_force_enumeration_of_outcomes():
     """I(b*; y) = H(b*) − Σ_y p(y) H(b* | y), each posterior an explicit reweighting."""
-    parts = pilot.prior_particles(fake_posterior(300), arch=0, seed=2, repeat=2)
-    fit = pilot.fit_family(parts, np.log([200.0]), [2], [2])
+    parts = pilot_fit.prior_particles(fake_posterior(300), arch=0, seed=2, repeat=2)
+    fit = pilot_fit.fit_family(parts, np.log([200.0]), [2], [2])
     cands = np.log([100.0, 1000.0, 3000.0, 1e5])
     got = information.information_gain(fit, cands, trials=3, seed=5)
     assert len(fit.log_w) <= information.DESIGN_PARTICLES  # every particle, with its weight
@@ -85,7 +89,7 @@ def test_information_gain_equals_brute_force_enumeration_of_outcomes():
         expected = 0.0
         for y in range(4):
             like = np.zeros(len(wts))  # p(y | particle), by direct Gauss-Hermite sums
-            x, w = np.polynomial.hermite_e.hermegauss(pilot.NODES)
+            x, w = np.polynomial.hermite_e.hermegauss(pilot_fit.NODES)
             for xg, wg in zip(x, w / w.sum()):
                 p = np.clip(expit(parts.kappa * (gap - parts.sigma * xg)), 1e-6, 1 - 1e-6)
                 phi = 1 / parts.rho - 1
@@ -102,8 +106,8 @@ def test_a_sharp_threshold_gains_the_entropy_of_which_side_it_is_on():
     n = 4000
     log_b = np.random.default_rng(0).uniform(0.0, 10.0, n)
     sharp, none = np.full(n, 1e4), np.full(n, 1e-9)
-    parts = pilot.Particles(log_b, np.zeros(n), sharp, none, np.full(n, 1e-6), np.arange(n))
-    fit = pilot.fit_family(parts)
+    parts = pilot_fit.Particles(log_b, np.zeros(n), sharp, none, np.full(n, 1e-6), np.arange(n))
+    fit = pilot_fit.fit_family(parts)
     levels = np.array([2.0, 5.0, 9.0])
     got = information.information_gain(fit, levels, trials=1, seed=0)
     q = (log_b[fit.resample(n, 0)][:, None] > levels).mean(0)
@@ -116,8 +120,8 @@ def test_a_sharp_threshold_gains_the_entropy_of_which_side_it_is_on():
 
 
 def test_next_pilot_picks_the_most_informative_untried_level_and_few_seeds_when_they_agree():
-    parts = pilot.prior_particles(fake_posterior(), arch=0, seed=0)
-    fit = pilot.fit_family(parts)
+    parts = pilot_fit.prior_particles(fake_posterior(), arch=0, seed=0)
+    fit = pilot_fit.fit_family(parts)
     cands = np.log(np.geomspace(10, 1e6, 15))
     i, seeds, gains = information.next_pilot(fit, cands, list(range(15)), (1, 2, 4), seed=0)
     assert i == int(np.argmax(gains[4]))
@@ -148,7 +152,7 @@ def test_information_gain_agrees_with_quest_plus_on_a_threshold_grid():
     n = len(grid)
     none = np.full(n, 1e-12)
     # ρ small (the binomial) but not so small that the beta-binomial loses digits
-    parts = pilot.Particles(grid, np.zeros(n), np.full(n, kappa), none, np.full(n, 1e-5), np.arange(n))
+    parts = pilot_fit.Particles(grid, np.zeros(n), np.full(n, kappa), none, np.full(n, 1e-5), np.arange(n))
     domain = {"mean": grid, "sd": np.ones(1), "lower_asymptote": np.zeros(1), "lapse_rate": np.zeros(1)}
     qp = questplus.QuestPlus(
         stim_domain={"intensity": levels},
@@ -165,7 +169,7 @@ def test_information_gain_agrees_with_quest_plus_on_a_threshold_grid():
     qp.likelihoods = like
     tried, outcomes = [], []
     for outcome in ("Yes", "No", "No", "Yes"):
-        fit = pilot.fit_family(parts, levels[tried], [1] * len(tried), outcomes)
+        fit = pilot_fit.fit_family(parts, levels[tried], [1] * len(tried), outcomes)
         prior_h = _entropy(fit.weights)
         gain = information.information_gain(fit, levels, trials=1, seed=0)
         chosen = qp.next_stim["intensity"]

@@ -5,7 +5,7 @@ line per design under one header, and a held-out cell with no success is drawn a
 import matplotlib.figure
 import pytest
 
-from jaxcap.meta import meta_report, scorecard
+from jaxcap.meta import report, scorecard
 
 BINS = [{"predicted": 0.2, "observed": 0.0}, {"predicted": 0.8, "observed": 1.0}]
 
@@ -49,7 +49,7 @@ def test_repeated_designs_are_shown_once_and_losses_are_one_line_each():
 def test_calibration_has_one_panel_per_distinct_design_in_words(tmp_path, drawn):
     levels = _scores(0.03)
     valid = {"scores": {"levels": levels, "levels:grid": dict(levels), "top": _scores(0.02)}}
-    meta_report.plot_calibration(tmp_path / "calibration.png", valid)
+    report.plot_calibration(tmp_path / "calibration.png", valid)
     titles = [ax.get_title() for ax in drawn[0].axes]
     assert titles == ["held-out levels (= grid levels)", "held-out top levels"]
     labels = drawn[0].axes[0].get_legend_handles_labels()[1]
@@ -62,7 +62,7 @@ def test_heldout_draws_a_cell_with_no_success_at_zero(tmp_path, drawn):
         {"p_mean": 0.9, "p_lo90": 0.7, "p_hi90": 1.0, "successes": 2, "trials": 2},
     ]
     valid = {"folds": [{"kind": "levels", "cells": cells}, {"kind": "top", "cells": cells}]}
-    meta_report.plot_heldout(tmp_path / "heldout.png", valid)
+    report.plot_heldout(tmp_path / "heldout.png", valid)
     ax = drawn[0].axes[0]
     ys = sorted({float(y) for c in ax.containers for y in c[0].get_ydata()})
     assert ys == [0.0, 1.0]  # not nudged to -0.02 to tell the fold kinds apart (markers do)

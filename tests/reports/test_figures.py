@@ -16,7 +16,7 @@ from helpers import level_summary, member_row
 from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 
-from jaxcap.experiments.hpo import hpo_report
+from jaxcap.experiments.hpo import report as hpo_report
 from jaxcap.experiments.hpo.level_table import HpoLevel
 from jaxcap.reports import dynamics, learnability
 from jaxcap.reports import population_figures as population_report

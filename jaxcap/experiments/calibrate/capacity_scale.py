@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxcap.experiments.capacity.capacity_report import saturated_capacity
+from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
 from jaxcap.meta import fit as meta_fit

@@ -32,12 +32,12 @@ from jaxcap.meta import data as meta_data
 from jaxcap.meta import design as meta_design
 from jaxcap.meta import difficulty as meta_difficulty
 from jaxcap.meta import fit as meta_fit
-from jaxcap.meta import meta_report
 from jaxcap.meta import model as metamodel
 from jaxcap.meta import posterior as meta_posterior
+from jaxcap.meta import report as meta_report
 from jaxcap.meta import summary as meta_summary
 from jaxcap.meta import validate as meta_validate
-from jaxcap.meta.boundary_design import information_levels
+from jaxcap.meta.pilot.boundary import information_levels
 from jaxcap.results.store import Store, clean, write_atomic
 
 

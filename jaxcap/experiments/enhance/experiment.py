@@ -25,8 +25,8 @@ from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.experiments.enhance.sections import report_sections
 from jaxcap.fields import defaults
-from jaxcap.meta.meta_report import arch_words
 from jaxcap.meta.posterior import load_posterior, summarize
+from jaxcap.meta.report import arch_words
 from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.results.store import Store, write_atomic
 

@@ -1,5 +1,5 @@
 """The hpo level table, typed: per level (one Optuna study), its trial counts and the baseline's
-and the best trial's results, as `jaxcap.experiments.hpo.hpo_report.summarize` finds them.
+and the best trial's results, as `jaxcap.experiments.hpo.report.summarize` finds them.
 
 A list of dicts read by key in the report, the figures and the sweep until now; one frozen record
 per level (cf. jaxcap/results/records.py) with one reader `from_json` and one writer `to_json`

@@ -198,14 +198,14 @@ def write_best_trials(
 def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[HpoLevel]:
     """Run (or resume) every level's study, then write best_trials.jsonl and the HPO report. Its
     rounds are buckets of their own (`plan_round`), shapes of the plan's checked `Sweep`."""
-    from jaxcap.experiments.hpo import hpo_report
+    from jaxcap.experiments.hpo import report
 
     start, before = time.time(), len(store.member_rows())
     run_sweep(plan, store)
-    levels, studies = hpo_report.summarize(store)
-    write_best_trials(store, levels, studies, hpo_report.owner(store, plan.section.study.storage))
-    written = hpo_report.hpo_report(store)
-    print(hpo_report.format_table(levels), flush=True)
+    levels, studies = report.summarize(store)
+    write_best_trials(store, levels, studies, report.owner(store, plan.section.study.storage))
+    written = report.hpo_report(store)
+    print(report.format_table(levels), flush=True)
     added = len(store.member_rows()) - before  # a finished rerun trains nothing: say so
     rows = f"members.jsonl (+{added} rows)" if added else "reused members.jsonl (trained before)"
     print(

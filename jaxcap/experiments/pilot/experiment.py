@@ -24,7 +24,7 @@ from jaxcap.experiments.pilot.report import headline, pilot_report
 from jaxcap.experiments.pilot.rounds import Rounds, run_rounds
 from jaxcap.experiments.pilot.settings import PilotPlan
 from jaxcap.meta.difficulty import family_info
-from jaxcap.meta.pilot import MASS
+from jaxcap.meta.pilot.fit import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws
 from jaxcap.meta.posterior_meta import LevelInfo
 from jaxcap.results.store import Store

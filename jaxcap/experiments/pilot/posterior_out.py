@@ -22,7 +22,7 @@ from scipy.special import expit
 from scipy.stats import betabinom, binom
 
 from jaxcap.meta.model import P_EDGE
-from jaxcap.meta.pilot import FamilyFit, Particles
+from jaxcap.meta.pilot.fit import FamilyFit, Particles
 from jaxcap.meta.posterior import Posterior
 from jaxcap.meta.posterior_meta import FamilyInfo, LevelInfo, PilotRecord
 

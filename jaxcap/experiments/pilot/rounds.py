@@ -27,8 +27,8 @@ from jaxcap.experiments.families import train_runs
 from jaxcap.experiments.pilot.settings import PilotPlan
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import Table, load_table
-from jaxcap.meta.information import next_pilot
-from jaxcap.meta.pilot import FamilyFit, Particles, fit_family, prior_particles
+from jaxcap.meta.pilot.fit import FamilyFit, Particles, fit_family, prior_particles
+from jaxcap.meta.pilot.information import next_pilot
 from jaxcap.meta.posterior import Posterior
 from jaxcap.results.store import Store, clean, read_jsonl
 

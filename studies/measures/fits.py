@@ -1,8 +1,8 @@
 """Score difficulty measures on a calibrate workdir: does one put the task families on one scale?
 
-    python -m jaxcap.main.measure_scores runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
+    python -m studies.measures.score runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
 
-Per measure (jaxcap/meta/measures.py) the workdir's table.json takes that covariate and is fitted
+Per measure (studies/measures/closed_form.py) the workdir's table.json takes that covariate and is fitted
 twice: the full NUTS fit (σ_θ, the spread of log θ over families, median and 90 % interval; each
 family's θ and κ; sampler diagnostics) and leave one family out with no pilot runs (k = 0,
 jaxcap.meta.validate with designs ("families",)): each held-out family's Brier beside the base
@@ -80,7 +80,7 @@ def worst(diagnostics: list[dict]) -> dict:
 
 def score_measure(t: Table, name: str, nuts: fit.NutsSettings, reference: str = "") -> MeasureScore:
     """The full fit and the k = 0 leave-one-family-out fits of `t`, a table whose covariate is
-    measure `name` (measures.with_measure)."""
+    measure `name` (closed_form.with_measure)."""
     bits = {fam: sorted(lv.bits for lv in t.levels if lv.family == f) for f, fam in enumerate(t.families)}
     start = time.time()
     posterior, _ = fit.fit(t, nuts, reference)

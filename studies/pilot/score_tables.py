@@ -1,4 +1,4 @@
-"""Tables of pilot_score results: Brier per k and method, per family and mean, over workdirs.
+"""Tables of `studies.pilot.score` results: Brier per k and method, per family and mean, over workdirs.
 
 One workdir (one calibrate run) gives one number per cell; several (independent data seeds,
 `--config.seed=s`) give mean [min, max] over the runs that scored it, as jaxcap/meta/replicate_tables.py
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxcap.meta.pilot_holdout import METHODS, PILOTS
 from jaxcap.meta.replicate_tables import spread
+from studies.pilot.holdout import METHODS, PILOTS
 
 
 def brier_table(results: list[dict], key: str = "brier") -> dict:

@@ -3,7 +3,7 @@
 The folds are validate's `families` design (jaxcap/meta/splits.py): every cell of family f held
 out (0 trials), the reference family chosen among the rest (`reference_of`), all folds through
 one compiled NUTS program (jaxcap/meta/fit.py). A fold's draws are the calibrated families'
-knowledge of a family they have never seen; jaxcap/meta/pilot_holdout.py turns them into that
+knowledge of a family they have never seen; studies/pilot/holdout.py turns them into that
 family's prior particles and scores its pilots. The draws are cached in an .npz stamped with
 the table's fingerprint, the NUTS settings and the reference, so rescoring (other k, other
 seeds) never refits, and a changed table or setting refits rather than reusing stale draws.

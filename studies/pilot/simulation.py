@@ -1,10 +1,10 @@
 """Runs to a boundary: how many trained runs each pilot rule needs until b* is known within 2x.
 
-    python -m jaxcap.main.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
+    python -m studies.pilot.simulate [--families 40] [--posterior runs/cal_s0] [--json]
 
-On simulated families with a known b* (pilot_world.py), each rule of pilot_sequence.py
+On simulated families with a known b* (world.py), each rule of sequence.py
 (`design`, calibrate's `bisection_grid`, `design_after_grid`) trains pilots until the fit's 90 %
-b* interval (pilot.fit_family after every pass) has hi/lo <= the strictest of `targets`, `cap`
+b* interval (fit_family after every pass) has hi/lo <= the strictest of `targets`, `cap`
 runs, or nothing is left (bisection with no untried level inside a flip). One fit judges every
 rule, so they stop at equal accuracy; coverage of the true b* where a target is crossed checks
 it. Per target: fraction reaching it, median and mean runs (censored at `cap`), runs relative
@@ -20,15 +20,15 @@ import time
 
 import numpy as np
 
-from jaxcap.meta.pilot import Particles, prior_particles
-from jaxcap.meta.pilot_sequence import PilotLog, make_rule
-from jaxcap.meta.pilot_world import (
+from jaxcap.meta.pilot.fit import Particles, prior_particles
+from jaxcap.meta.posterior import Posterior
+from studies.pilot.sequence import PilotLog, make_rule
+from studies.pilot.world import (
     PRIOR_MASS,
     SimFamily,
     candidate_levels,
     simulate_families,
 )
-from jaxcap.meta.posterior import Posterior
 
 SIM_RULES = ("design", "bisection_grid", "design_after_grid", "information_grid")
 BASELINE = "bisection_grid"

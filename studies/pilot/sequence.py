@@ -1,11 +1,11 @@
 """A new family's pilot levels one after another: the running fit and the rules that pick the next.
 
-Both measurements of the pilot design (pilot_holdout.py, pilot_sim.py) run one loop: a rule
-names the next level(s) and seeds, the world answers with outcomes, the fit (pilot.py) takes them
-in. The rules: the pilot of largest expected information gain about b* (the Ψ method, Kontsevich
+Both measurements of the pilot design (holdout.py, simulation.py) run one loop: a rule names
+the next level(s) and seeds, the world answers with outcomes, the fit (jaxcap/meta/pilot/fit.py)
+takes them in. The rules: the pilot of largest expected information gain about b* (the Ψ method, Kontsevich
 & Tyler 1999; QUEST+, Watson 2017), bisection, and calibrate's own grid-then-boundary designs.
 
-Details: docs/design.md#jaxcapmetapilot_sequencepy.
+Details: docs/design.md#studiespilotsequencepy.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from jaxcap.meta import design as meta_design
-from jaxcap.meta.boundary_design import information_levels
-from jaxcap.meta.information import bisection_pilot, next_pilot
-from jaxcap.meta.pilot import FamilyFit, Particles, log_likelihood
+from jaxcap.meta.pilot.boundary import information_levels
+from jaxcap.meta.pilot.fit import FamilyFit, Particles, log_likelihood
+from jaxcap.meta.pilot.information import bisection_pilot, next_pilot
 
 SEED_OPTIONS = (1, 2, 4)  # seeds a design pilot may take
 LEVEL_SEEDS = 4  # seeds of a bisection or grid level (calibrate's default)
@@ -134,7 +134,7 @@ def make_design_after_grid(design_particles: int | None = None, seed: int = 0) -
 
 def make_information_grid(design_particles: int | None = None, seed: int = 0) -> Rule:
     """`information_grid`: calibrate's `information` rule: the grid, then one level a pass by its
-    gain under a prior that knows no other family (boundary_design.py), with LEVEL_SEEDS seeds."""
+    gain under a prior that knows no other family (jaxcap/meta/pilot/boundary.py), with LEVEL_SEEDS seeds."""
 
     def rule(fit: FamilyFit, log: PilotLog, cand_log_bits: np.ndarray, step: int) -> list[tuple[int, int]]:
         if not log.levels:

@@ -8,14 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from jaxcap.main import pilot_score
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import logistic_baselines as meta_baselines
-from jaxcap.meta import pilot_holdout, pilot_lofo, pilot_report
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta.model import success_probability
-from jaxcap.meta.pilot_world import synthetic_posterior
+from studies.pilot import holdout, lofo, score, score_tables
+from studies.pilot.world import synthetic_posterior
 
 
 def _table(n_families=5, seed=0):
@@ -42,7 +41,7 @@ def _posterior(table):
 
 
 def test_pool_is_the_familys_levels_with_seeds_in_order(table):
-    pool = pilot_holdout.family_pool(table, 2)
+    pool = holdout.family_pool(table, 2)
     assert len(pool.levels) == 6 and all(table.levels[lv].family == 2 for lv in pool.levels)
     for lv, out in zip(pool.levels, pool.outcomes):
         runs = sorted((r for r in table.rows if r.level == lv), key=lambda r: r.seed)
@@ -52,19 +51,19 @@ def test_pool_is_the_familys_levels_with_seeds_in_order(table):
 
 def test_empirical_boundary_is_the_log_middle_of_the_bracket():
     outcomes = [np.array(o, bool) for o in ([1, 1], [1, 1], [1, 0], [1, 0, 0, 0], [0, 0])]
-    pool = pilot_holdout.Pool([0, 1, 2, 3, 4], np.log([1.0, 2.0, 4.0, 8.0, 16.0]), outcomes)
-    assert pilot_holdout.empirical_boundary(pool) == pytest.approx(np.sqrt(32.0))  # 4 learned, 8 not
-    learned = pilot_holdout.Pool([0, 1], np.log([1.0, 2.0]), [np.ones(2, bool)] * 2)
-    assert pilot_holdout.empirical_boundary(learned) is None
+    pool = holdout.Pool([0, 1, 2, 3, 4], np.log([1.0, 2.0, 4.0, 8.0, 16.0]), outcomes)
+    assert holdout.empirical_boundary(pool) == pytest.approx(np.sqrt(32.0))  # 4 learned, 8 not
+    learned = holdout.Pool([0, 1], np.log([1.0, 2.0]), [np.ones(2, bool)] * 2)
+    assert holdout.empirical_boundary(learned) is None
 
 
 def test_pilot_logistic_falls_back_to_a_smoothed_rate():
     q = np.log([2.0, 8.0])
-    assert np.all(pilot_holdout.pilot_logistic(np.zeros(0), np.zeros(0), 0.3, q) == 0.3)
-    one_class = pilot_holdout.pilot_logistic(np.log([4.0] * 3), np.ones(3), 0.2, q)
-    np.testing.assert_allclose(one_class, (3 + pilot_holdout.SMOOTHING_RUNS * 0.2) / (3 + 4))
+    assert np.all(holdout.pilot_logistic(np.zeros(0), np.zeros(0), 0.3, q) == 0.3)
+    one_class = holdout.pilot_logistic(np.log([4.0] * 3), np.ones(3), 0.2, q)
+    np.testing.assert_allclose(one_class, (3 + holdout.SMOOTHING_RUNS * 0.2) / (3 + 4))
     x, y = np.log([2.0, 2.0, 4.0, 4.0, 8.0, 8.0]), np.array([1, 1, 1, 0, 0, 0], float)
-    got = pilot_holdout.pilot_logistic(x, y, 0.5, x)
+    got = holdout.pilot_logistic(x, y, 0.5, x)
     z = (x - x.mean()) / x.std()
     w = meta_baselines.fit_logistic(np.column_stack([np.ones(6), z]), y)
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-(w[0] + w[1] * z))))
@@ -72,13 +71,13 @@ def test_pilot_logistic_falls_back_to_a_smoothed_rate():
 
 
 def test_pilots_never_score_their_own_levels(table):
-    pool = pilot_holdout.family_pool(table, 1)
-    out = pilot_holdout.score_family(pool, _posterior(table), 0.4, k=3, seed=0, repeat=1)
+    pool = holdout.family_pool(table, 1)
+    out = holdout.score_family(pool, _posterior(table), 0.4, k=3, seed=0, repeat=1)
     design = out["pilots"]["design"]
     assert len(design) == 3 and len({p["level"] for p in design}) == 3
     assert all(p["seeds"] in (1, 2, 4) for p in design)
     assert all(p["seeds"] == 4 for r in ("design4", "bisection") for p in out["pilots"][r])
-    for rule in pilot_holdout.PILOTS:
+    for rule in holdout.PILOTS:
         piloted = []
         for j in range(4):
             at = out["k"][str(j)]
@@ -92,7 +91,7 @@ def test_pilots_never_score_their_own_levels(table):
                 piloted.append(out["pilots"][rule][j]["level"])
     for j in range(4):  # the runs no rule piloted: both rules' base rates score the same runs
         at = out["k"][str(j)]
-        either = {p["level"] for r in pilot_holdout.PILOTS for p in out["pilots"][r][: at["pilots"][r]]}
+        either = {p["level"] for r in holdout.PILOTS for p in out["pilots"][r][: at["pilots"][r]]}
         _, y = pool.runs([i for i, lv in enumerate(pool.levels) if lv not in either])
         assert at["common_runs"] == len(y)
         assert at["common"]["base_rate+design"] == at["common"]["base_rate+bisection"]
@@ -104,8 +103,8 @@ def test_pilots_never_score_their_own_levels(table):
 
 def test_no_pilot_is_the_population_prediction(table):
     post = _posterior(table)
-    pool = pilot_holdout.family_pool(table, 3)
-    out = pilot_holdout.score_family(pool, post, 0.4, k=0, seed=0, repeat=4)
+    pool = holdout.family_pool(table, 3)
+    out = holdout.score_family(pool, post, 0.4, k=0, seed=0, repeat=4)
     p = success_probability(post.draws, pool.log_bits, np.random.default_rng(1), arch=0, marginal=True)
     x, y = pool.runs(list(range(len(pool.levels))))
     want = np.mean((np.repeat(p.mean(axis=0), 4) - y) ** 2)
@@ -119,11 +118,11 @@ def _fake_result(shift):
         "diagnostics": {"divergences": 0, "transitions": 8, "max_rhat": 1.0, "min_ess": 9},
     }
     at = {
-        "brier": {m: 0.1 + shift for m in pilot_holdout.METHODS},
-        "common": {m: 0.2 + shift for m in pilot_holdout.METHODS},
-        "boundary": {r: {"factor": 3.0, "covered": r == "design"} for r in pilot_holdout.PILOTS},
-        "pilots": {r: 1 for r in pilot_holdout.PILOTS},
-        "pilot_runs": {r: 4 for r in pilot_holdout.PILOTS},
+        "brier": {m: 0.1 + shift for m in holdout.METHODS},
+        "common": {m: 0.2 + shift for m in holdout.METHODS},
+        "boundary": {r: {"factor": 3.0, "covered": r == "design"} for r in holdout.PILOTS},
+        "pilots": {r: 1 for r in holdout.PILOTS},
+        "pilot_runs": {r: 4 for r in holdout.PILOTS},
         "common_runs": 8,
     }
     return {
@@ -134,18 +133,18 @@ def _fake_result(shift):
 
 
 def brier_common(results):
-    return pilot_report.brier_table(results, "common")["0"]["meta_model+bisection"]["mean"]["mean"]
+    return score_tables.brier_table(results, "common")["0"]["meta_model+bisection"]["mean"]["mean"]
 
 
 def test_tables_over_runs_give_mean_min_max():
     results = [_fake_result(0.0), _fake_result(0.2)]
-    brier = pilot_report.brier_table(results)
+    brier = score_tables.brier_table(results)
     cell = brier["0"]["meta_model+design"]["mean"]
     assert cell == {"mean": pytest.approx(0.2), "min": 0.1, "max": pytest.approx(0.3), "runs": 2}
-    bound = pilot_report.boundary_table(results)["0"]
+    bound = score_tables.boundary_table(results)["0"]
     assert bound["design"]["covered"] == 2 and bound["bisection"]["covered"] == 0
     assert bound["design"]["bracketed"] == 2
-    text = "\n".join(pilot_report.markdown(results, ["s0", "s1"]))
+    text = "\n".join(score_tables.markdown(results, ["s0", "s1"]))
     assert brier_common(results) == pytest.approx(0.3)
     assert (
         "0.200 [0.100, 0.300]" in text
@@ -156,28 +155,28 @@ def test_tables_over_runs_give_mean_min_max():
 
 
 def test_a_damaged_or_stale_cache_is_not_read(table, tmp_path):
-    stamp = pilot_lofo._stamp(table, pilot_lofo.PRIOR_NUTS, "")
+    stamp = lofo._stamp(table, lofo.PRIOR_NUTS, "")
     draws = {"rho": np.zeros((1, 2, 5))}
-    pilot_lofo._write_cache(tmp_path / "c.npz", draws, np.zeros((1, 2, 5), bool), {"stamp": stamp})
-    got = pilot_lofo._read_cache(tmp_path / "c.npz", stamp)
+    lofo._write_cache(tmp_path / "c.npz", draws, np.zeros((1, 2, 5), bool), {"stamp": stamp})
+    got = lofo._read_cache(tmp_path / "c.npz", stamp)
     assert got is not None and np.array_equal(got[0]["rho"], draws["rho"])
-    assert pilot_lofo._read_cache(tmp_path / "c.npz", {**stamp, "reference": "x"}) is None
+    assert lofo._read_cache(tmp_path / "c.npz", {**stamp, "reference": "x"}) is None
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 truncated")
-    assert pilot_lofo._read_cache(tmp_path / "bad.npz", stamp) is None
-    assert pilot_lofo._read_cache(tmp_path / "none.npz", stamp) is None
+    assert lofo._read_cache(tmp_path / "bad.npz", stamp) is None
+    assert lofo._read_cache(tmp_path / "none.npz", stamp) is None
 
 
 def test_command_refuses_before_fitting(tmp_path, capsys):
-    assert pilot_score.main([str(tmp_path)]) == 2
+    assert score.main([str(tmp_path)]) == 2
     assert "no table.json" in capsys.readouterr().err
     meta_data.save_table(_table(n_families=4), tmp_path / "table.json")
-    assert pilot_score.main([str(tmp_path)]) == 2
+    assert score.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "families: the table has 4; allowed: >= 5" in err[0]
-    assert pilot_score.main([]) == 2
+    assert score.main([]) == 2
     capsys.readouterr()
     with pytest.raises(SystemExit) as info:  # a usage error: exit status 2, one line on stderr
-        pilot_score.main([str(tmp_path), "--repeats", "2"])
+        score.main([str(tmp_path), "--repeats", "2"])
     assert info.value.code == 2
     assert "--repeats: unknown flag; did you mean --repeat" in capsys.readouterr().err
 
@@ -186,18 +185,18 @@ def test_command_refuses_before_fitting(tmp_path, capsys):
 def test_command_fits_once_then_reads_the_cache(tmp_path, capsys):
     meta_data.save_table(_table(), tmp_path / "table.json")
     argv = [str(tmp_path), "--k", "2", "--warmup", "30", "--samples", "30", "--chains", "1", "--repeat", "1"]
-    assert pilot_score.main([*argv, "--json"]) == 0
+    assert score.main([*argv, "--json"]) == 0
     first = json.loads(capsys.readouterr().out)["runs"][0]
-    assert not first["cached"] and (tmp_path / pilot_holdout.CACHE).exists()
+    assert not first["cached"] and (tmp_path / holdout.CACHE).exists()
     assert set(first["families"]) == {f"sim{f}" for f in range(5)}
-    assert json.loads((tmp_path / pilot_holdout.OUTPUT).read_text())["families"] == first["families"]
-    assert pilot_score.main(argv) == 0  # markdown, from the cache
+    assert json.loads((tmp_path / holdout.OUTPUT).read_text())["families"] == first["families"]
+    assert score.main(argv) == 0  # markdown, from the cache
     assert "| 2 | meta_model+design |" in capsys.readouterr().out
-    second = json.loads((tmp_path / pilot_holdout.OUTPUT).read_text())
+    second = json.loads((tmp_path / holdout.OUTPUT).read_text())
     assert second["cached"] and second["families"] == first["families"]
     # another NUTS setting is another fit: the cache is not reused for it
-    table, cache = meta_data.read_table(tmp_path / "table.json"), tmp_path / pilot_holdout.CACHE
+    table, cache = meta_data.read_table(tmp_path / "table.json"), tmp_path / holdout.CACHE
     nuts = meta_fit.NutsSettings(warmup=30, samples=30, chains=1)
-    assert pilot_lofo._read_cache(cache, pilot_lofo._stamp(table, nuts, "random_labels")) is not None
+    assert lofo._read_cache(cache, lofo._stamp(table, nuts, "random_labels")) is not None
     other = dataclasses.replace(nuts, seed=1)
-    assert pilot_lofo._read_cache(cache, pilot_lofo._stamp(table, other, "random_labels")) is None
+    assert lofo._read_cache(cache, lofo._stamp(table, other, "random_labels")) is None

@@ -1,10 +1,10 @@
 """A held-out family scored with k pilots: which pilots, what they predict, how well.
 
-For a family f left out of the fit (its fold's posterior: jaxcap/meta/pilot_lofo.py), f's trained
-levels are the pool. For k = 0..K pilots chosen one after another from it (pilot_sequence.py) by
+For a family f left out of the fit (its fold's posterior: studies/pilot/lofo.py), f's trained
+levels are the pool. For k = 0..K pilots chosen one after another from it (sequence.py) by
 expected information gain (`design`, 1, 2 or 4 seeds: the level's first n; `design4`, 4 seeds)
 or by bisection (4 seeds; it stops when no untried level is inside the bracket), the REMAINING
-levels' runs are predicted by `meta_model` (pilot.fit_family's posterior-mean P of a typical new level),
+levels' runs are predicted by `meta_model` (fit_family's posterior-mean P of a typical new level),
 `pilot_logistic` (meta_baselines.fit_logistic on the pilot runs alone; with none or one class,
 their rate smoothed toward the base rate with the weight of `SMOOTHING_RUNS` runs, since a free
 intercept would predict 0 or 1) and `base_rate` (the other families' runs, as validate's). A
@@ -25,12 +25,12 @@ import numpy as np
 from jaxcap.meta.data import Table, read_table
 from jaxcap.meta.fit import NutsSettings
 from jaxcap.meta.logistic_baselines import fit_logistic
-from jaxcap.meta.pilot import FamilyFit, Particles, prior_particles
-from jaxcap.meta.pilot_lofo import family_folds
-from jaxcap.meta.pilot_sequence import PilotLog, make_rule
+from jaxcap.meta.pilot.fit import FamilyFit, Particles, prior_particles
 from jaxcap.meta.posterior import Posterior
 from jaxcap.results.curves import write_atomic
 from jaxcap.results.store import clean
+from studies.pilot.lofo import family_folds
+from studies.pilot.sequence import PilotLog, make_rule
 
 PILOTS = ("design", "design4", "bisection")
 PREDICTORS = ("meta_model", "pilot_logistic", "base_rate")
@@ -172,7 +172,7 @@ def _means(families: dict, k: int, key: str) -> dict:
 
 
 def score_table(table: Table, folds: dict, k: int, seed: int = 0, repeat: int = 4) -> dict:
-    """Every family of the table, given its folds (pilot_lofo.family_folds); means over families."""
+    """Every family of the table, given its folds (lofo.family_folds); means over families."""
     families = {}
     for f, fold in enumerate(folds["folds"]):
         others = [r.success for r in table.rows if r.family != f]

@@ -4,7 +4,7 @@ Bayesian adaptive design for binary responses (Chaloner & Verdinelli 1995, Stat.
 Atkinson, Donev & Tobias 2007, ch. 17-18): a candidate level trained with n seeds yields a
 success count y, whose expected information about the family's boundary is the mutual
 information I(b*; y) = H(b*) − E_y H(b* | y), computed from the weighted particles of the
-current fit (jaxcap/meta/pilot.py), with b* placed among the candidate levels (which interval
+current fit (jaxcap/meta/pilot/fit.py), with b* placed among the candidate levels (which interval
 between them holds it: what a prediction at those levels turns on) or in equal-width bins.
 This is the Ψ method of psychophysics (Kontsevich & Tyler 1999, Vision Res. 39; QUEST+, Watson
 2017, J. Vis. 17): place each next trial where the expected entropy of the threshold falls most.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxcap.meta.pilot import FamilyFit, Particles, outcome_probabilities
+from jaxcap.meta.pilot.fit import FamilyFit, Particles, outcome_probabilities
 
 BINS = 64  # of log b* over the particles' range
 DESIGN_PARTICLES = 4000  # at most this many particles per gain (resampled by weight)

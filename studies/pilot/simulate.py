@@ -1,8 +1,8 @@
 """Runs to a boundary: how many trained runs each pilot rule needs until b* is known within 2x.
 
-    python -m jaxcap.main.pilot_sim [--families 40] [--posterior runs/cal_s0] [--json]
+    python -m studies.pilot.simulate [--families 40] [--posterior runs/cal_s0] [--json]
 
-What it measures and why: the module docstring of jaxcap/meta/pilot_simulation.py.
+What it measures and why: the module docstring of studies/pilot/simulation.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import sys
 from absl import flags
 
 from jaxcap.main import cli
-from jaxcap.meta.pilot_simulation import SIM_RULES, markdown, simulate
-from jaxcap.meta.pilot_world import (
+from jaxcap.meta.posterior import load_posterior
+from studies.pilot.simulation import SIM_RULES, markdown, simulate
+from studies.pilot.world import (
     PRIOR_MASS,
     synthetic_posterior,
 )
-from jaxcap.meta.posterior import load_posterior
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_integer("families", 40, "Simulated families.", lower_bound=1, flag_values=FLAGS)
@@ -58,13 +58,13 @@ flags.DEFINE_bool("markdown", False, "Print the markdown tables (also with --jso
 
 
 def _error(message: str) -> int:
-    print(f"pilot_sim error: {message}", file=sys.stderr)
+    print(f"pilot simulate error: {message}", file=sys.stderr)
     return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    cli.parse([cli.prog("main.pilot_sim"), *argv], __doc__, FLAGS)
+    cli.parse([cli.prog("pilot.simulate", package="studies"), *argv], __doc__, FLAGS)
     try:
         targets = tuple(float(t) for t in FLAGS.targets)
     except ValueError:

@@ -1,8 +1,8 @@
 """Calibrate's boundary rounds by expected information gain, from what one family's levels say.
 
-Bisection (design.py) adds the middle of each interval where success flips. With
+Bisection (jaxcap/meta/design.py) adds the middle of each interval where success flips. With
 `config.calibrate.design.rule = "information"` a round instead weighs the family's trained levels
-so far (pilot.fit_family) against a prior that knows nothing of the other families (calibrate
+so far (fit.fit_family) against a prior that knows nothing of the other families (calibrate
 has no posterior until every family is trained): log b* uniform over the candidate range widened
 by `WIDEN` (log bits) on each side, and κ, the level spread σ and the seeds' correlation ρ drawn
 from the meta-model's own priors (model.PRIOR). It then adds the `per_round` untried candidates
@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-from jaxcap.meta.information import DESIGN_PARTICLES, information_gain
 from jaxcap.meta.model import PRIOR, saturate
-from jaxcap.meta.pilot import Particles, fit_family
+from jaxcap.meta.pilot.fit import Particles, fit_family
+from jaxcap.meta.pilot.information import DESIGN_PARTICLES, information_gain
 
 WIDEN = math.log(2.0)  # b* may lie up to 2x beyond the easiest or hardest candidate
 MIN_GAIN = 0.02  # nats (~3 % of a bit): a flip pinned between neighbouring candidates leaves less

@@ -1,8 +1,8 @@
 """Score difficulty measures on a calibrate workdir: does one put the task families on one scale?
 
-    python -m jaxcap.main.measure_scores runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
+    python -m studies.measures.score runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
 
-What it measures and why: the module docstring of jaxcap/meta/measure_fits.py.
+What it measures and why: the module docstring of studies/measures/fits.py.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from pathlib import Path
 from absl import flags
 
 from jaxcap.main import cli
-from jaxcap.meta import fit, measures
+from jaxcap.meta import fit
 from jaxcap.meta.data import read_table
-from jaxcap.meta.measure_fits import markdown, score_measure, text
+from studies.measures import closed_form
+from studies.measures.fits import markdown, score_measure, text
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
-flags.DEFINE_list("measures", list(measures.MEASURES), "Measures to score.", flag_values=FLAGS)
+flags.DEFINE_list("measures", list(closed_form.MEASURES), "Measures to score.", flag_values=FLAGS)
 flags.DEFINE_integer("warmup", 1000, "NUTS warmup draws per chain.", flag_values=FLAGS)
 flags.DEFINE_integer("samples", 1000, "NUTS draws per chain.", flag_values=FLAGS)
 flags.DEFINE_integer("chains", 4, "NUTS chains.", flag_values=FLAGS)
@@ -32,7 +33,7 @@ flags.DEFINE_bool("markdown", False, "Print markdown tables.", flag_values=FLAGS
 
 def main(argv: list[str] | None = None) -> int:
     workdirs = cli.parse(
-        [cli.prog("main.measure_scores"), *(sys.argv[1:] if argv is None else argv)],
+        [cli.prog("measures.score", package="studies"), *(sys.argv[1:] if argv is None else argv)],
         __doc__,
         FLAGS,
         positionals=True,
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if not workdirs:
         cli.usage_exit("a calibrate workdir is required, e.g. runs/cal_s0")
     try:
-        names = measures.check_names(FLAGS.measures)
+        names = closed_form.check_names(FLAGS.measures)
     except ValueError as e:
         cli.usage_exit(f"--measures: {e}")
     for name in ("warmup", "samples", "chains"):
@@ -52,15 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     paths = [Path(w) / "table.json" for w in workdirs]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        sys.exit(f"measure_scores error: {', '.join(missing)}: missing (run configs/calibrate.py first)")
+        sys.exit(f"measures score error: {', '.join(missing)}: missing (run configs/calibrate.py first)")
     fit.reserve_chain_devices(nuts.chains)  # before JAX starts: chains in parallel
     tables = {}
     for w, path in zip(workdirs, paths):  # every measure of every level before any fit
         table = read_table(path)
         try:
-            tables[w] = {n: measures.with_measure(table, n) for n in names}
+            tables[w] = {n: closed_form.with_measure(table, n) for n in names}
         except ValueError as e:
-            sys.exit(f"measure_scores error: {w}: {e}")
+            sys.exit(f"measures score error: {w}: {e}")
     results = {
         w: [score_measure(t, n, nuts, FLAGS.reference) for n, t in ts.items()] for w, ts in tables.items()
     }

@@ -1,7 +1,7 @@
 """Difficulty measures against brute force: for every calibrate family, small levels enumerated
 input by input through the task's own ground truth, the relevant inputs of each answer found by
 flipping input tokens, the table counted and compressed by a naive Lempel-Ziv parser; then
-`with_measure` round trips and the measure_scores command on a simulated table."""
+`with_measure` round trips and the `studies.measures.score` command on a simulated table."""
 
 import dataclasses
 import itertools
@@ -13,11 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcap.main import measure_scores
-from jaxcap.meta import measures
 from jaxcap.meta.data import build_table, save_table
 from jaxcap.meta.simulate import Truth, simulate_rows
 from jaxcap.tasks.parity import secret_ranks
+from studies.measures import closed_form, score
 
 
 def naive_lz76(s) -> int:
@@ -37,14 +36,14 @@ def naive_bits(answers) -> float:
 
 
 def test_lz76_is_the_exhaustive_history_parsing():
-    assert measures.lz76_phrases("0001101001000101") == 6  # 0.001.10.100.1000.101 (Kaspar & Schuster)
+    assert closed_form.lz76_phrases("0001101001000101") == 6  # 0.001.10.100.1000.101 (Kaspar & Schuster)
     rng = np.random.default_rng(0)
     for _ in range(200):
         k, n = int(rng.integers(1, 5)), int(rng.integers(1, 120))
         s = [int(v) for v in rng.integers(0, k, n)]
         if rng.random() < 0.3:  # periodic strings: long, overlapping matches
             s = (s[: int(rng.integers(1, 6))] * n)[:n]
-        assert measures.lz76_phrases("".join(map(chr, s))) == naive_lz76(s), s
+        assert closed_form.lz76_phrases("".join(map(chr, s))) == naive_lz76(s), s
 
 
 def _table(entries: dict) -> tuple[int, list[int]]:
@@ -53,7 +52,7 @@ def _table(entries: dict) -> tuple[int, list[int]]:
 
 
 def modulo_brute(fields):
-    task = measures.build_task("modulo", fields)
+    task = closed_form.build_task("modulo", fields)
     n, base = fields["modulus"], fields["base"]
     truth = np.asarray(task.examples({"modulus": jnp.asarray(n)}).targets)
     weights = [base**i % n for i in range(fields["digits"])]
@@ -68,7 +67,7 @@ def modulo_brute(fields):
 
 
 def parity_brute(fields):
-    task = measures.build_task("parity", fields)
+    task = closed_form.build_task("parity", fields)
     split = task.examples({"k": jnp.asarray(fields["k"])})
     bits, truth = np.asarray(split.inputs)[:, :-1], np.asarray(split.targets)
     answer = {tuple(b): int(t) for b, t in zip(bits, truth)}
@@ -84,9 +83,9 @@ def parity_brute(fields):
 
 
 def random_labels_brute(fields):
-    task = measures.build_task("random_labels", fields)
+    task = closed_form.build_task("random_labels", fields)
     n = fields["dataset_size"]
-    split = task.draw(jax.random.key(measures.LABEL_KEY), {"dataset_size": n}, n)
+    split = task.draw(jax.random.key(closed_form.LABEL_KEY), {"dataset_size": n}, n)
     inputs, labels = np.asarray(split.inputs), np.asarray(split.targets)
     assert len({tuple(x) for x in inputs}) == n  # n distinct stored items, in the order drawn
     return n, labels.tolist(), fields["n_classes"]
@@ -112,7 +111,7 @@ def in_context_brute(answer_fn, layouts, offset: int, v: int):
 
 
 def copying_brute(fields):
-    task = measures.build_task("copying", fields)
+    task = closed_form.build_task("copying", fields)
     length, v, sep, pad = fields["length"], fields["vocab"], task.n_symbols, task.n_symbols + 1
     answer_fn = lambda x, j: x[j - x.index(sep)]  # noqa: E731  (position j predicts copy symbol j - l)
     knobs = {"length": jnp.asarray(length), "vocab": jnp.asarray(v)}
@@ -133,7 +132,7 @@ def copying_brute(fields):
 
 
 def recall_brute(fields):
-    task = measures.build_task("recall", fields)
+    task = closed_form.build_task("recall", fields)
     n, v, s = fields["n_pairs"], fields["vocab"], task.n_symbols
     answer_fn = lambda x, j: x[2 * x[0 : 2 * n : 2].index(x[-1]) + 1] - s  # noqa: E731
     split = task.draw(jax.random.key(1), {"n_pairs": jnp.asarray(n), "vocab": jnp.asarray(v)}, 256)
@@ -171,15 +170,15 @@ def test_every_measure_of_every_family_against_brute_force(family):
     for value in values:
         fields = {**fixed, field: value}
         entries, answers, outputs = brute(fields)
-        assert measures.table_bits(family, fields) == pytest.approx(entries * math.log2(outputs)), value
-        assert measures.input_bits(family, fields) == pytest.approx(math.log2(entries)), value
-        assert measures.compressed_bits(family, fields) == pytest.approx(naive_bits(answers)), value
+        assert closed_form.table_bits(family, fields) == pytest.approx(entries * math.log2(outputs)), value
+        assert closed_form.input_bits(family, fields) == pytest.approx(math.log2(entries)), value
+        assert closed_form.compressed_bits(family, fields) == pytest.approx(naive_bits(answers)), value
 
 
 def test_copying_slots_start_at_the_first_copy_whatever_the_shortest_length():
     fields = dict(vocab=2, length=4, min_length=3)
     entries, answers, _ = copying_brute(fields)
-    assert entries == 4 * 2 and measures.input_bits("copying", fields) == pytest.approx(3.0)
+    assert entries == 4 * 2 and closed_form.input_bits("copying", fields) == pytest.approx(3.0)
 
 
 GRIDS = {  # calibrate's families: every measure must grow with each knob that makes a level harder
@@ -193,7 +192,7 @@ GRIDS = {  # calibrate's families: every measure must grow with each knob that m
 @pytest.mark.parametrize("family", list(GRIDS))
 def test_measures_grow_with_the_knob_that_makes_a_level_harder(family):
     fixed, field, values = GRIDS[family]
-    for name, fn in measures.MEASURES.items():
+    for name, fn in closed_form.MEASURES.items():
         bits = [fn(family, {**fixed, field: v}) for v in values]
         assert all(b > 0 for b in bits) and np.all(np.diff(bits) > 0), (name, bits)
 
@@ -212,7 +211,7 @@ def simulated_table(seeds: int = 2):
     """A table of the five families' real levels, outcomes simulated from the meta-model with the
     boundary of each family inside its levels (nominal bits)."""
     fields = {f: [{**fixed, k: v} for v in values] for f, (fixed, k, values) in LEVELS.items()}
-    bits = {f: [measures.nominal(f, x) for x in xs] for f, xs in fields.items()}
+    bits = {f: [closed_form.nominal(f, x) for x in xs] for f, xs in fields.items()}
     log_c = math.log(1000.0)
     log_theta = [log_c - float(np.mean(np.log(b[1:3]))) for b in bits.values()]
     log_theta = [t - log_theta[0] for t in log_theta]  # random labels is the reference, θ = 1
@@ -222,7 +221,7 @@ def simulated_table(seeds: int = 2):
     for r in rows:
         family = list(LEVELS)[int(r.family[3:])]
         level = fields[family][bits[family].index(r.task["bits"])]
-        task = measures.build_task(family, level)
+        task = closed_form.build_task(family, level)
         nominal = task.complexity_bits({k: getattr(task, k) for k in task.spec.knobs})
         out.append(
             dataclasses.replace(r, family=family, task={"name": family, **level}, complexity_bits=nominal)
@@ -233,42 +232,42 @@ def simulated_table(seeds: int = 2):
 def test_with_measure_swaps_the_covariate_and_round_trips():
     table = simulated_table()
     before = json.dumps(table.to_json(), sort_keys=True)
-    for name in measures.MEASURES:
-        t = measures.with_measure(table, name)
+    for name in closed_form.MEASURES:
+        t = closed_form.with_measure(table, name)
         assert t.rows == table.rows and t.families == table.families and t.archs == table.archs
         for lv, old in zip(t.levels, table.levels):
             family = table.families[lv.family]
-            assert lv.bits == pytest.approx(measures.MEASURES[name](family, lv.fields))
+            assert lv.bits == pytest.approx(closed_form.MEASURES[name](family, lv.fields))
             assert dataclasses.replace(lv, bits=old.bits, covariate=old.covariate) == old
             assert lv.covariate == (old.covariate if name == "nominal" else name)
         back = type(t).from_json(json.loads(json.dumps(t.to_json())))
         assert back.levels == t.levels and back.fingerprint == t.fingerprint
-        assert measures.with_measure(t, "nominal").to_json() == table.to_json()
+        assert closed_form.with_measure(t, "nominal").to_json() == table.to_json()
     assert json.dumps(table.to_json(), sort_keys=True) == before  # the input is not changed
 
 
 def test_bad_measures_and_families_are_one_line_errors(capsys):
     table = simulated_table(seeds=1)
     with pytest.raises(ValueError, match="allowed: nominal, table_bits, compressed_bits, input_bits"):
-        measures.with_measure(table, "tabel_bits")
+        closed_form.with_measure(table, "tabel_bits")
     sim = build_table(
         simulate_rows(Truth((1.0,), (0.0,), (4.0,), bits=((2.0, 4.0),)), 1, np.random.default_rng(0))[0]
     )
     with pytest.raises(ValueError, match="'sim0': not a registered task"):
-        measures.with_measure(sim, "table_bits")
+        closed_form.with_measure(sim, "table_bits")
     with pytest.raises(ValueError, match="config.task.k"):
-        measures.table_bits("parity", dict(n=4, k=5))
+        closed_form.table_bits("parity", dict(n=4, k=5))
     with pytest.raises(ValueError, match="allowed: levels whose measure is > 0"):
         one = dataclasses.replace(
             table,
             levels=[dataclasses.replace(lv, fields={**lv.fields, "dataset_size": 1}) for lv in table.levels],
         )
-        measures.with_measure(one, "input_bits")
+        closed_form.with_measure(one, "input_bits")
     with pytest.raises(SystemExit) as info:  # a usage error: exit status 2, one line on stderr
-        measure_scores.main(["runs/nowhere", "--measures", "nominal,bits"])
+        score.main(["runs/nowhere", "--measures", "nominal,bits"])
     assert info.value.code == 2 and "allowed: nominal, table_bits" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="table.json: missing"):
-        measure_scores.main(["runs/nowhere"])
+        score.main(["runs/nowhere"])
 
 
 @pytest.mark.slow
@@ -276,7 +275,7 @@ def test_measure_scores_fits_and_scores_held_out_families(tmp_path, capsys):
     table = simulated_table()
     save_table(table, tmp_path / "table.json")
     args = [str(tmp_path), "--measures", "nominal,input_bits", "--warmup", "40", "--samples", "40"]
-    assert measure_scores.main([*args, "--chains", "2", "--json"]) == 0
+    assert score.main([*args, "--chains", "2", "--json"]) == 0
     (scores,) = json.loads(capsys.readouterr().out).values()
     assert [s["measure"] for s in scores] == ["nominal", "input_bits"]
     for s in scores:

@@ -5,29 +5,29 @@ often as they claim (simulation-based calibration)."""
 import numpy as np
 import pytest
 
-from jaxcap.main import pilot_sim
-from jaxcap.meta import pilot, pilot_simulation, pilot_world
+from jaxcap.meta.pilot import fit as pilot_fit
+from studies.pilot import simulate, simulation, world
 
 
 @pytest.fixture(scope="module")
 def small():
     """Five families, every rule, a small budget."""
-    post = pilot_world.synthetic_posterior(1000, seed=3)
+    post = world.synthetic_posterior(1000, seed=3)
     run = dict(families=5, seed=0, repeat=1, levels=12, targets=(4.0, 3.0), cap=16, design_particles=200)
-    return post, run, pilot_simulation.simulate(post, **run)
+    return post, run, simulation.simulate(post, **run)
 
 
 def test_simulated_levels_follow_the_true_curve():
-    post = pilot_world.synthetic_posterior(500, seed=0)
-    parts = pilot.prior_particles(post, 0, seed=0, repeat=1)
-    cands = pilot_world.candidate_levels(parts, 24)
-    lo, hi = pilot.weighted_quantile(parts.log_boundary, np.ones(500), [0.005, 0.995])
+    post = world.synthetic_posterior(500, seed=0)
+    parts = pilot_fit.prior_particles(post, 0, seed=0, repeat=1)
+    cands = world.candidate_levels(parts, 24)
+    lo, hi = pilot_fit.weighted_quantile(parts.log_boundary, np.ones(500), [0.005, 0.995])
     assert cands[0] == pytest.approx(lo) and cands[-1] == pytest.approx(hi) and len(cands) == 24
-    narrow = pilot_world.candidate_levels(parts, 8, mass=0.9)
-    q = pilot.weighted_quantile(parts.log_boundary, np.ones(500), [0.05, 0.95])
+    narrow = world.candidate_levels(parts, 8, mass=0.9)
+    q = pilot_fit.weighted_quantile(parts.log_boundary, np.ones(500), [0.05, 0.95])
     np.testing.assert_allclose(narrow[[0, -1]], q)
-    fams = pilot_world.simulate_families(parts, 60, cands, seed=1)
-    again = pilot_world.simulate_families(parts, 60, cands, seed=1)
+    fams = world.simulate_families(parts, 60, cands, seed=1)
+    again = world.simulate_families(parts, 60, cands, seed=1)
     assert all(np.array_equal(a.outcomes, b.outcomes) for a, b in zip(fams, again))
     assert len({f.log_boundary for f in fams}) == 60  # distinct true families
     # far below b* (3 level spreads and 4 slopes' worth) nearly every seed learns, far above none
@@ -39,16 +39,16 @@ def test_simulated_levels_follow_the_true_curve():
         above += list(f.outcomes[cands > f.log_boundary + margin].ravel())
     assert np.mean(below) > 0.95 and np.mean(above) < 0.05
     with pytest.raises(ValueError, match="families: got 501"):
-        pilot_world.simulate_families(parts, 501, cands, seed=1)
+        world.simulate_families(parts, 501, cands, seed=1)
 
 
 def test_simulation_runs_is_deterministic_and_the_design_brackets_the_truth(small):
     post, run, result = small
     fams = result["families"]
-    assert set(fams) == set(pilot_simulation.SIM_RULES) and all(len(v) == 5 for v in fams.values())
-    again = pilot_simulation.simulate(post, **{**run, "families": 5}, rules=("design",))
+    assert set(fams) == set(simulation.SIM_RULES) and all(len(v) == 5 for v in fams.values())
+    again = simulation.simulate(post, **{**run, "families": 5}, rules=("design",))
     assert again["families"]["design"] == fams["design"]
-    other = pilot_simulation.simulate(post, **{**run, "seed": 1}, rules=("design",))
+    other = simulation.simulate(post, **{**run, "seed": 1}, rules=("design",))
     assert other["families"]["design"] != fams["design"]
     for rec in fams["bisection_grid"]:  # the grid pass first: 4 levels x 4 seeds
         assert rec["trajectory"][1][0] == 16
@@ -68,7 +68,7 @@ def test_summary_censors_at_the_cap_and_compares_with_the_grid():
         rec([[0, 1, 100], [16, 6, 15], [20, 9, 12]], stop="nothing_left"),
         rec([[0, 1, 100], [16, 1, 50]]),
     ]
-    out = pilot_simulation.summarize({"design": design, "bisection_grid": grid}, (3.0, 2.0), cap=40)
+    out = simulation.summarize({"design": design, "bisection_grid": grid}, (3.0, 2.0), cap=40)
     assert out["stops"] == {"design": {"cap": 2}, "bisection_grid": {"cap": 1, "nothing_left": 1}}
     t3 = out["targets"]["3.0"]
     assert t3["design"] == {
@@ -86,26 +86,26 @@ def test_summary_censors_at_the_cap_and_compares_with_the_grid():
 def test_pilot_fit_intervals_of_log_theta_hold_the_truth():
     """Simulation-based calibration (Talts et al. 2018): families drawn from the prior, 3 design
     pilots each; the 90 % interval of log θ_f holds the true one in >= 85 % of 40 families."""
-    post = pilot_world.synthetic_posterior(2000, seed=3)
-    parts = pilot.prior_particles(post, 0, seed=0, repeat=4)
-    cands = pilot_world.candidate_levels(parts, 24)
-    fams = pilot_world.simulate_families(pilot.prior_particles(post, 0, seed=1, repeat=1), 40, cands, seed=2)
+    post = world.synthetic_posterior(2000, seed=3)
+    parts = pilot_fit.prior_particles(post, 0, seed=0, repeat=4)
+    cands = world.candidate_levels(parts, 24)
+    fams = world.simulate_families(pilot_fit.prior_particles(post, 0, seed=1, repeat=1), 40, cands, seed=2)
     covered = []
     for j, fam in enumerate(fams):
-        rec, log = pilot_simulation.run_rule(fam, parts, "design", 1.0, 10**6, 3, 300, seed=j)
+        rec, log = simulation.run_rule(fam, parts, "design", 1.0, 10**6, 3, 300, seed=j)
         assert rec["levels"] == 3 and rec["stop"] == "cap"
-        lo, hi = pilot.weighted_quantile(parts.log_theta, log.fit().weights, [0.05, 0.95])
+        lo, hi = pilot_fit.weighted_quantile(parts.log_theta, log.fit().weights, [0.05, 0.95])
         covered.append(lo <= fam.truth.log_theta[0] <= hi)
     assert np.mean(covered) >= 0.85, np.mean(covered)
 
 
 def test_command_prints_the_tables_and_refuses_bad_flags(capsys, tmp_path):
     argv = ["--families", "2", "--cap", "8", "--levels", "6", "--design_particles", "50", "--targets", "3"]
-    assert pilot_sim.main(argv) == 0
+    assert simulate.main(argv) == 0
     out = capsys.readouterr().out
     assert "| 3.0 | design |" in out and "At equal runs" in out
-    assert pilot_sim.main(["--targets", "1"]) == 2
+    assert simulate.main(["--targets", "1"]) == 2
     assert "--targets" in capsys.readouterr().err
-    assert pilot_sim.main(["--posterior", str(tmp_path)]) == 2
+    assert simulate.main(["--posterior", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no posterior.nc" in err[0]

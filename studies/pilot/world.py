@@ -1,10 +1,11 @@
-"""Simulated new task families with a KNOWN boundary, for scoring pilot rules (pilot_sim.py).
+"""Simulated new task families with a KNOWN boundary, for scoring pilot rules (simulation.py).
 
 Each family is one draw from the family population of a posterior: its true log C, log θ, κ,
-level spread σ and seed correlation ρ, i.e. one particle of pilot.prior_particles (a family the
-fit has not seen, as the prior of the pilot fit assumes: the check is that of simulation-based
-calibration, Talts et al. 2018, arXiv:1804.06788). Its candidate levels are evenly spaced in log
-bits over the central `PRIOR_MASS` of the prior's b*, which is all a user knows of a new family.
+level spread σ and seed correlation ρ, i.e. one particle of jaxcap/meta/pilot/fit.py's
+prior_particles (a family the fit has not seen, as the prior of the pilot fit assumes: the check
+is that of simulation-based calibration, Talts et al. 2018, arXiv:1804.06788). Its candidate
+levels are evenly spaced in log bits over the central `PRIOR_MASS` of the prior's b*, which is
+all a user knows of a new family.
 Every candidate draws its true level effect δ ~ N(0, σ) and its seeds' shared success rate from
 the model's beta-binomial at ρ (jaxcap/meta/model.py) once, so every rule trains the same world
 (common random numbers): a pilot of n seeds reveals the level's first n outcomes.
@@ -21,10 +22,10 @@ import numpy as np
 from scipy.special import expit
 
 from jaxcap.meta.model import P_EDGE
-from jaxcap.meta.pilot import Particles, weighted_quantile
-from jaxcap.meta.pilot_sequence import LEVEL_SEEDS
+from jaxcap.meta.pilot.fit import Particles, weighted_quantile
 from jaxcap.meta.posterior import Posterior
 from jaxcap.meta.posterior_meta import PosteriorMeta
+from studies.pilot.sequence import LEVEL_SEEDS
 
 PRIOR_MASS = 0.99  # the candidates span this central mass of the prior b* (by default)
 
@@ -33,7 +34,7 @@ def synthetic_posterior(draws: int = 2000, seed: int = 0) -> Posterior:
     """An assumed family population, not a fit: one architecture of log C ~ 8 (about 3,000
     bits); families' log θ ~ N(μ, σ) with μ ~ N(0, 0.5), σ ~ 2 (θ over orders of magnitude, as
     real families are); κ log-normal about 5 (the model's prior centre); level spread σ_f ~ 0.3
-    log-bits; seed correlation ρ ~ Beta(4, 4). Only the sites pilot.prior_particles reads."""
+    log-bits; seed correlation ρ ~ Beta(4, 4). Only the sites prior_particles reads."""
     r = np.random.default_rng(seed)
     return Posterior(
         {

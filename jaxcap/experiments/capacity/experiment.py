@@ -7,7 +7,7 @@ sharing one compiled program (n is a traced knob of `jaxcap.tasks.random_data`);
 training set is scored after every chunk, and capacity.jsonl gets one row per member with the
 bits at every exposure budget. Rounds grow the sizes until the bits plateau. Rerunning resumes.
 
-Details: docs/design.md#jaxcapexperimentscapacitycapacity_experimentpy.
+Details: docs/design.md#jaxcapexperimentscapacityexperimentpy.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from jaxcap.config.plan import Bucket, Plan
 from jaxcap.core import sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.core.population import stack
-from jaxcap.experiments.capacity import capacity_report
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
+from jaxcap.experiments.capacity import report
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.populations import CapacitySettings, check  # noqa: F401
 from jaxcap.models import param_count
@@ -230,7 +230,7 @@ def capacity_experiment(plan: Plan, store: Store) -> list[CapacityRow]:
             if summary.plateau:
                 break
             sizes = capacity.next_sizes(sizes, cap.growth, cap.extend)
-    written = capacity_report.write_report(store)
-    print(capacity_report.format_text(store), flush=True)
+    written = report.write_report(store)
+    print(report.format_text(store), flush=True)
     print(f"wrote {ROWS} and {', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root}")
     return read_rows(store)

@@ -1,14 +1,14 @@
 """Leave one family out WITH k pilots, on finished calibrate workdirs: prints JSON or markdown.
 
-    python -m jaxcap.main.pilot_score runs/cal_s0 runs/cal_s1 runs/cal_s2 [--markdown] [--json] [--k 3]
+    python -m studies.pilot.score runs/cal_s0 runs/cal_s1 runs/cal_s2 [--markdown] [--json] [--k 3]
 
 A new task family is predicted from a few pilot levels of it, chosen by expected information
 gain under the calibrated families' posterior (the Ψ method, Kontsevich & Tyler 1999; QUEST+,
-Watson 2017). Per workdir: each family is held out of a NUTS fit (jaxcap/meta/pilot_lofo.py;
+Watson 2017). Per workdir: each family is held out of a NUTS fit (studies/pilot/lofo.py;
 draws cached in <workdir>/pilot_folds.npz, so a rerun does not refit) and scored with k = 0..K
 pilots against bisection pilots, a logistic fit on the pilots alone and the base rate
-(jaxcap/meta/pilot_holdout.py); the result goes to <workdir>/pilot_score.json. Several
-workdirs (independent data seeds) are summarized as mean [min, max] (jaxcap/meta/pilot_report.py).
+(studies/pilot/holdout.py); the result goes to <workdir>/pilot_score.json. Several
+workdirs (independent data seeds) are summarized as mean [min, max] (studies/pilot/score_tables.py).
 Every workdir is checked (table.json present, >= 5 families, one architecture) before any fit.
 """
 
@@ -23,10 +23,10 @@ from absl import flags
 from jaxcap.main import cli
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta.data import read_table
-from jaxcap.meta.pilot_holdout import score_workdir
-from jaxcap.meta.pilot_lofo import PRIOR_NUTS, check_table
-from jaxcap.meta.pilot_report import boundary_table, brier_table, markdown
 from jaxcap.results.store import clean
+from studies.pilot.holdout import score_workdir
+from studies.pilot.lofo import PRIOR_NUTS, check_table
+from studies.pilot.score_tables import boundary_table, brier_table, markdown
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_integer(
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     workdirs = [
         Path(w)
         for w in cli.parse(
-            [cli.prog("main.pilot_score"), *(sys.argv[1:] if argv is None else argv)],
+            [cli.prog("pilot.score", package="studies"), *(sys.argv[1:] if argv is None else argv)],
             __doc__,
             FLAGS,
             positionals=True,
@@ -67,12 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for w in workdirs:
         if not (w / "table.json").exists():
-            print(f"pilot_score error: {w}: no table.json (a finished calibrate workdir)", file=sys.stderr)
+            print(f"pilot score error: {w}: no table.json (a finished calibrate workdir)", file=sys.stderr)
             return 2
         try:
             check_table(read_table(w / "table.json"))
         except ValueError as e:
-            print(f"pilot_score error: {w}: {e}", file=sys.stderr)
+            print(f"pilot score error: {w}: {e}", file=sys.stderr)
             return 2
     nuts = meta_fit.NutsSettings(
         warmup=FLAGS.warmup,
