@@ -1,6 +1,6 @@
 """The pilot's posterior.nc: the calibrated posterior with the new family appended as a fitted one.
 
-The family's fit (jaxcap/meta/pilot.py) is a set of weighted particles, each tied to one draw of
+The family's fit (jaxcap/meta/pilot/fit.py) is a set of weighted particles, each tied to one draw of
 the calibrated posterior. Resampling them by weight (systematic resampling, Kitagawa 1996)
 gives equally weighted joint draws: every calibrated site from the particle's own calibrated
 draw, and the family's log θ, κ and level spread σ as one more column of their family sites.

@@ -1,12 +1,12 @@
 """Pilot rounds: fit the new family on the pilots so far, then stop or train the next level.
 
 Round r reads the table of the levels trained in rounds < r (jaxcap.meta.data), reweights the
-family's prior particles by their outcomes (jaxcap/meta/pilot.py: the calibrated families as
+family's prior particles by their outcomes (jaxcap/meta/pilot/fit.py: the calibrated families as
 the family population, importance sampling; Smith & Gelfand 1992), and stops once a level is
 trained and the boundary b* is known within `stop_factor` (its 90 % interval's hi / lo), or `k`
 levels are spent, or no candidate is left. Otherwise it trains the untried candidate of largest
 expected information gain about b*, with the seeds that gain asks for
-(jaxcap/meta/information.py: the Ψ method, Kontsevich & Tyler 1999; QUEST+, Watson 2017), into
+(jaxcap/meta/pilot/information.py: the Ψ method, Kontsevich & Tyler 1999; QUEST+, Watson 2017), into
 <workdir>/pilots/round<r>/ with calibrate's level search. A round appends its line to
 pilot.jsonl only after its training finished, so a killed run redoes at most the round in
 flight; a recorded round is neither re-decided nor retrained, and every random choice is seeded
