@@ -7,7 +7,7 @@ bucket-style `overrides`; model, hparams, train and seeds come from the top-leve
 level search (`SEARCHES[config.calibrate.search]`: "grid" or "optuna") is the seam for
 hyperparameter optimisation.
 
-Details: docs/design.md#jaxcapexperimentscalibratefamily_configspy.
+Details: docs/design/meta-model.md#calibrate-families-and-levels.
 """
 
 from __future__ import annotations
