@@ -7,7 +7,7 @@ The case is `studies.plain_reference`'s (1 layer, d_model 16, 255 random sequenc
 `baseline` is jaxcap's recipe before the recipe search, and every other row changes one thing.
 Each row is a capacity run in its own sub-workdir, so an interrupted ablation resumes.
 
-Details: docs/design.md#studiescapacity_ablationpy.
+Details: docs/design/capacity.md#the-recipe-ablation.
 """
 
 from __future__ import annotations

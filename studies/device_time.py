@@ -11,7 +11,7 @@ plus, per member, the larger of its matmul bytes over a bandwidth and its model 
 sustained rate, with the constants refitted to the device study's measured rates
 (docs/benchmarks.md).
 
-Details: docs/design.md#studiesdevice_timepy.
+Details: docs/design/performance.md#the-device-time-model.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A plain, independent implementation of the capacity protocol: the check on jaxcap's number.
 
-Details: docs/design.md#studiesplain_referencepy.
+Details: docs/design/capacity.md#a-plain-reference-implementation.
 
     python -m studies.plain_reference --exposures 1000            # constant lr
     python -m studies.plain_reference --exposures 1000 --decay    # decayed to 0

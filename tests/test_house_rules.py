@@ -1,6 +1,6 @@
 """House rules that keep the code from rotting: no ticket numbers in code, tests, configs or launch
 scripts or studies; module docstrings of at most 15 lines in jaxcap/ (the long story goes to
-docs/design.md); no dated measurements in jaxcap/ or configs/ (they belong in docs/ tables); and
+docs/design/); no dated measurements in jaxcap/ or configs/ (they belong in docs/ tables); and
 every `docs/<page>.md#<anchor>` a file cites names a heading of that page. Each rule is tested on a
 planted example too, so a regex that matches nothing cannot pass for a clean tree."""
 
@@ -75,7 +75,7 @@ def test_no_ticket_numbers_in_code_tests_configs_or_scripts():
 
 
 def test_module_docstrings_are_at_most_15_lines():
-    assert long_docstrings(ROOT) == PENDING_LONG, "shorten it (docs/design.md holds the rest)"
+    assert long_docstrings(ROOT) == PENDING_LONG, "shorten it (docs/design/ holds the rest)"
 
 
 def test_no_dated_measurements_in_the_package_or_configs():

@@ -8,7 +8,7 @@ the number to move is the bytes a step moves, and XLA counts them: `cost_analysi
 optimized program and the dot operands of the lowered one, per model-step, with the FLOPs of
 those dots beside the model's own (jaxcap.core.flops).
 
-Details: docs/design.md#jaxcapbenchmarkscostpy.
+Details: docs/design/performance.md#xlas-accounting-of-a-step.
 """
 
 from __future__ import annotations

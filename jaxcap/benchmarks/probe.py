@@ -8,7 +8,7 @@ reruns `python -m jaxcap.bench` in a fresh process with one thing changed (preal
 autotuning, compilation cache, true float32 matmuls) and reports throughput, the matmul precision
 in effect and the GEMMs XLA chose, so the cause can be read off one device run.
 
-Details: docs/design.md#jaxcapbenchmarksprobepy.
+Details: docs/design/performance.md#the-probe.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 measures. Population and one-after-another runs alternate over rounds and the medians are
 reported, so a slow moment of a shared machine does not decide the ratio; the sharded
 measurement splits P members over every device vs all on one. Nothing here asserts a speed.
-Details: docs/design.md#jaxcapmainbenchpy.
+Details: docs/design/performance.md#the-benchmark.
 """
 
 from __future__ import annotations

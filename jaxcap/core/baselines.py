@@ -6,7 +6,7 @@ score of a task's obvious strategy that reads the input but does not solve it
 (`Task.shortcut`); **overlap** is the measured fraction of val and test inputs that occur in the
 training split. All computed on device, once per member (`make_baselines`).
 
-Details: docs/design.md#jaxcapcorebaselinespy.
+Details: docs/design/tasks.md#what-a-score-is-compared-with.
 """
 
 from __future__ import annotations

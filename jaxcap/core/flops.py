@@ -8,7 +8,7 @@ the last block of a `last` readout computes only the read position, and no gradi
 data or constants. Equal to the FLOPs of the lowered step's dots (tests/benchmarks/test_flops.py).
 Here, a layer below the training loop, so that its phase line can quote it.
 
-Details: docs/design.md#jaxcapcoreflopspy.
+Details: docs/design/performance.md#model-flops-and-mfu.
 """
 
 from __future__ import annotations

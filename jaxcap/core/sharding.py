@@ -8,7 +8,7 @@ all-gather or permute: `collectives` checks the compiled HLO). Several hosts joi
 `jax.distributed.initialize`; every process runs the same host loop on the same (global)
 arrays, feeds its own devices' members, and reads metrics back with a process all-gather.
 
-Details: docs/design.md#jaxcapcoreshardingpy.
+Details: docs/design/population.md#sharding-the-population-axis.
 
 [1] Xu et al. 2021, "GSPMD: General and Scalable Parallelization for ML Computation Graphs",
     arXiv:2105.04663 (the partitioner behind `jit` with shardings).

@@ -9,7 +9,7 @@ unit shape times the member's peak learning rate. A member whose loss or gradien
 non-finite keeps its last finite parameters and is marked `diverged`; it never touches the
 other members, which are computed independently under vmap.
 
-Details: docs/design.md#jaxcapcoretrainpy.
+Details: docs/design/population.md#evaluation-costs-a-fixed-share.
 
 [1] Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization" (AdamW), arXiv:1711.05101.
 """

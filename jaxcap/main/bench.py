@@ -11,7 +11,7 @@
 Prints one JSON document per model and population size P: compile time, model-steps/s as one
 population and one after another, their ratio, model FLOP/s and MFU. Nothing asserts a speed.
 
-Details: docs/design.md#jaxcapmainbenchpy.
+Details: docs/design/performance.md#the-benchmark.
 """
 
 from __future__ import annotations

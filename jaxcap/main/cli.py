@@ -6,7 +6,7 @@ types, the common flags and exit statuses; `--flagfile` works everywhere. An unk
 misspelt config field is named with its nearest match; a usage error is one line on stderr and
 exit status 2. Console scripts and `python -m jaxcap.X` run the same code.
 
-Details: docs/design.md#jaxcapmainclipy.
+Details: docs/design/commands.md#one-convention-for-every-command.
 """
 
 from __future__ import annotations

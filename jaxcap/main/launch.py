@@ -8,7 +8,7 @@ default workdir is derived from the command (runs/<config>[_<variant>][_<hash of
 `config.runtime` overrides left out: they do not change results, and the processes of one
 distributed run differ only there), so rerunning the same command resumes the same run.
 
-Details: docs/design.md#jaxcapmainlaunchpy.
+Details: docs/design/commands.md#the-launch-the-lock-first-one-line-per-input-problem.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ For each query level of family F: P(learned) with its 50% and 90% credible inter
 fitted family's boundary b* = C/θ. A level is a value of the family's level field or its
 difficulty covariate in bits; a query outside the fitted range is flagged as an extrapolation.
 
-Details: docs/design.md#jaxcapmetapredictionpy.
+Details: docs/design/meta-model.md#prediction.
 """
 
 from __future__ import annotations

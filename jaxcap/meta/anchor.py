@@ -6,7 +6,7 @@ draw, so that the anchor architecture's C is its measured memorization capacity 
 random data at saturation; Allen-Zhu & Li 2024, arXiv:2404.05405; Morris et al. 2025,
 arXiv:2505.24832): a gauge change that leaves every predicted P(success) unchanged (tested).
 
-Details: docs/design.md#jaxcapmetaanchorpy.
+Details: docs/design/meta-model.md#anchoring-c-to-measured-capacity.
 """
 
 from __future__ import annotations

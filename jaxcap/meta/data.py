@@ -7,7 +7,7 @@ best median val metric over its seeds is kept (`jaxcap.results.outcomes`, as in 
 question is whether the architecture can learn the level, not whether one learning rate can.
 Its seeds are the rows; each seed's outcome is its `success` flag, read on test.
 
-Details: docs/design.md#jaxcapmetadatapy.
+Details: docs/design/meta-model.md#the-data-table.
 """
 
 from __future__ import annotations

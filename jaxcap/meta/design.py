@@ -10,7 +10,7 @@ ch. 17, on designs for binary responses; this is the sequential, model-free form
 `rule = "information"` a round adds the levels of largest expected information gain about b*
 instead (pilot/boundary.py).
 
-Details: docs/design.md#jaxcapmetadesignpy.
+Details: docs/design/meta-model.md#calibrate-families-and-levels.
 """
 
 from __future__ import annotations

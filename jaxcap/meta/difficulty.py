@@ -7,7 +7,7 @@ inputs (moduli dividing 10^k depend on the last k digits only), so its covariate
 `Modulo.lookup_bits` (derivation in jaxcap/tasks/modular.py). Nominal bits stay in every
 table next to the covariate.
 
-Details: docs/design.md#jaxcapmetadifficultypy.
+Details: docs/design/meta-model.md#difficulty-covariates.
 """
 
 from __future__ import annotations

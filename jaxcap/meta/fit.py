@@ -9,7 +9,7 @@ validation share one compiled program. Diagnostics: split R-hat and effective sa
 (Vehtari et al. 2021, arXiv:1903.08008) of every site and the number of divergent transitions;
 `warnings` names what is bad. The posterior is saved and read by jaxcap/meta/posterior.py.
 
-Details: docs/design.md#jaxcapmetafitpy.
+Details: docs/design/meta-model.md#fitting-with-nuts.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ module asks for both and checks they are there, so every group the ArviZ diagnos
 present: posterior, sample_stats (energy, diverging, tree_depth, step size, acceptance),
 log_likelihood and observed_data.
 
-Details: docs/design.md#jaxcapmetainference_datapy.
+Details: docs/design/meta-model.md#the-posterior-file.
 """
 
 from __future__ import annotations

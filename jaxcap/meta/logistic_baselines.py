@@ -10,7 +10,7 @@
 
 Complexity is the meta-model's own covariate (`bits`, jaxcap/meta/difficulty.py) for all.
 
-Details: docs/design.md#jaxcapmetalogistic_baselinespy.
+Details: docs/design/meta-model.md#baseline-forecasters.
 """
 
 from __future__ import annotations

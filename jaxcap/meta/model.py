@@ -10,7 +10,7 @@ a level effect: a two-parameter item-response model (Birnbaum 1968) with partial
 families (Gelman & Hill 2007), log C_a regressed on architecture covariates, and a beta-binomial
 count for correlated seeds (Williams 1982).
 
-Details: docs/design.md#jaxcapmetamodelpy.
+Details: docs/design/meta-model.md#the-learnability-curve.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ trained another day. Here a calibrate run's posterior predicts every cell of oth
 workdirs, each level as a new level, scored with jaxcap/meta/scores.py against the calibrate
 table's base rate and per-family rates. A family or architecture outside the fit is an error.
 
-Details: docs/design.md#jaxcapmetaout_of_grid_scorespy.
+Details: docs/design/meta-model.md#out-of-grid.
 """
 
 from __future__ import annotations

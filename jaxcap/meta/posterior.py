@@ -10,7 +10,7 @@ model's integer indices `cell_arch`, ...), and `posterior_predictive.successes` 
 each cell's success count per posterior draw from the model's own likelihood (beta-binomial of
 the cell's P and ρ), so `az.plot_ppc` compares the observed counts with replicated ones.
 
-Details: docs/design.md#jaxcapmetaposteriorpy.
+Details: docs/design/meta-model.md#the-posterior-file.
 """
 
 from __future__ import annotations

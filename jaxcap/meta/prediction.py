@@ -4,7 +4,7 @@ The command `python -m jaxcap.predict` (jaxcap/main/predict.py) parses and print
 resolves the query (a level of the family's level field, or a difficulty in bits of its
 covariate; a family in or out of the fit) and computes P(learned) per point, with the posterior
 median and 50% / 90% credible intervals, and every fitted family's boundary b* = C/θ. A query
-outside the fitted range is flagged as an extrapolation. Details: docs/design.md#jaxcapmetapredictionpy.
+outside the fitted range is flagged as an extrapolation. Details: docs/design/meta-model.md#prediction.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ table reports, per split and method, the mean and [min, max] over runs with diff
 (replicated over training runs, not bootstrap resamples: Bouthillier et al. 2021,
 arXiv:2103.03098), and PIT coverage pooled over runs with a Jeffreys interval.
 
-Details: docs/design.md#jaxcapmetareplicate_tablespy.
+Details: docs/design/meta-model.md#replicated-validation.
 """
 
 from __future__ import annotations

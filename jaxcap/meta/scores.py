@@ -5,7 +5,7 @@ ROC AUC, pooled and per family; a reliability table; and for the meta-model, ran
 coverage of each held-out cell's success count (Czado, Gneiting & Held 2009) with the widths of
 its credible intervals (an interval of [0, 1] covers everything and says nothing).
 
-Details: docs/design.md#jaxcapmetascorespy.
+Details: docs/design/meta-model.md#scores.
 """
 
 from __future__ import annotations

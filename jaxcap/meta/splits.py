@@ -5,7 +5,7 @@ interpolation), `top` (each family's hardest levels: extrapolation), `families` 
 out) and `archs` (leave one architecture out). Model choices are made on a development split that
 reports never quote (Cawley & Talbot 2010).
 
-Details: docs/design.md#jaxcapmetasplitspy.
+Details: docs/design/meta-model.md#validation-designs.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ leave one architecture out (>= 3 architectures). Every fitted fold refits the me
 the baselines (jaxcap/meta/logistic_baselines.py) on the rest; the meta-model's folds run one after
 another through one compiled sampler (jaxcap/meta/fit.py: the data are its arguments).
 
-Details: docs/design.md#jaxcapmetavalidatepy.
+Details: docs/design/meta-model.md#validation-designs.
 """
 
 from __future__ import annotations

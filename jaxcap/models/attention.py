@@ -1,6 +1,6 @@
 """Multi-head self-attention for short sequences, written for the memory-bandwidth limit.
 
-Details: docs/design.md#jaxcapmodelsattentionpy.
+Details: docs/design/model.md#attention-for-short-sequences.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head

@@ -5,7 +5,7 @@ Positions (`ModelConfig.pos_encoding`): 'sinusoidal' adds the fixed sin/cos tabl
 features (x_i, x_{i+D/2}) by the angle t·θ_i, θ_i = 10000^(-2i/D), at position t [2], so the
 score of positions (s, t) depends on s - t only; nothing is added to the residual stream.
 
-Details: docs/design.md#jaxcapmodelsembeddingspy.
+Details: docs/design/model.md#angular-numbers.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.

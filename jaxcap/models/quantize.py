@@ -1,6 +1,6 @@
 """Quantization-aware training: weights (and optionally activations) fake-quantized to k bits.
 
-Details: docs/design.md#jaxcapmodelsquantizepy.
+Details: docs/design/model.md#quantization-aware-training.
 
 [1] Bengio, Léonard & Courville 2013, "Estimating or Propagating Gradients Through Stochastic
     Neurons for Conditional Computation", arXiv:1308.3432.

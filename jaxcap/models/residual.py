@@ -1,6 +1,6 @@
 """Residual variants: plain [1], scaled [2, 3], gated [4] and DenseFormer averaging [5].
 
-Details: docs/design.md#jaxcapmodelsresidualpy.
+Details: docs/design/model.md#residual-variants.
 
 [1] He et al. 2016, "Deep Residual Learning for Image Recognition", arXiv:1512.03385.
 [2] Radford et al. 2019, "Language Models are Unsupervised Multitask Learners" (GPT-2).

@@ -6,7 +6,7 @@ that every variant stays readable and vmaps without special cases. Dropout is ha
 too: its rate is a traced per-member value, which `nnx.Dropout` cannot take (it branches on
 `rate == 0` in Python).
 
-Details: docs/design.md#jaxcapmodelstransformerpy.
+Details: docs/design/model.md#moving-fewer-bytes.
 
 [1] Vaswani et al. 2017, "Attention Is All You Need", arXiv:1706.03762.
 [2] Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture", arXiv:2002.04745.

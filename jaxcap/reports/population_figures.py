@@ -4,7 +4,7 @@ Each figure says one thing (docs/population.md shows them): the success metric a
 seeds that succeeded against complexity_bits (with chance, shortcut and threshold), the training
 dynamics, and the generalization gap; plus a per-level table of every final eval metric.
 
-Details: docs/design.md#jaxcapreportspopulation_figurespy.
+Details: docs/design/reports.md#the-population-figures.
 """
 
 from __future__ import annotations

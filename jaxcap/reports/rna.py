@@ -1,6 +1,6 @@
 """Structure metrics of a trained RNA run, computed on the host from its workdir.
 
-Details: docs/design.md#jaxcapreportsrnapy.
+Details: docs/design/domains.md#base-pair-f1-and-calibration.
 
     python -m jaxcap.main.rna_structure --workdir runs/rna/...   # writes report/rna_structure.json
 

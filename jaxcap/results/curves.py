@@ -6,7 +6,7 @@ and consolidated metadata in the layout xarray reads, so the curves open in comm
     xr.open_zarr("<workdir>/curves.zarr", group="b0")  # curves (member, step, metric), with units
     jaxcap.results.tables.open_dataset("<workdir>").sel(modulus=97, seed=0).val_accuracy
 
-Details: docs/design.md#jaxcapresultscurvespy.
+Details: docs/design/results.md#curves-in-zarr.
 """
 
 from __future__ import annotations

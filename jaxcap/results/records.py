@@ -6,7 +6,7 @@ misspelled key was a KeyError at the end of a run and a renamed key broke reader
 is now a frozen dataclass (plain host data, not a pytree; cf. levanter's `EvalResult`, evosax's
 `State`) with ONE reader, `from_json`, and ONE writer, `to_json`; everything else reads attributes.
 
-Details: docs/design.md#jaxcapresultsrecordspy.
+Details: docs/design/results.md#typed-records.
 """
 
 from __future__ import annotations

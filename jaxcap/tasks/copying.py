@@ -1,6 +1,6 @@
 """Sequence copying as a causal language model, with a length-generalization split.
 
-Details: docs/design.md#jaxcaptaskscopyingpy.
+Details: docs/design/tasks.md#copying.
 
 [1] Zhou et al. 2023, "What Algorithms can Transformers Learn? A Study in Length
     Generalization", arXiv:2310.16028.

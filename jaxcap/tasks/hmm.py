@@ -1,6 +1,6 @@
 """Hidden Markov model languages: the exact next-token distribution by the forward algorithm.
 
-Details: docs/design.md#jaxcaptaskshmmpy.
+Details: docs/design/languages.md#hidden-markov-models.
 
 [1] Rabiner 1989, "A tutorial on hidden Markov models and selected applications in speech
     recognition", Proc. IEEE 77(2).

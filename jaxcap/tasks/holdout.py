@@ -5,7 +5,7 @@ model trained on. So a sampled task assigns every input to a split by a salted h
 (1/8 val, 1/8 test; training samples only the rest, and no held-out input ever contributes a
 gradient); enumerable tasks split a permutation instead. `overlap` measures the result.
 
-Details: docs/design.md#jaxcaptasksholdoutpy.
+Details: docs/design/tasks.md#held-out-inputs.
 """
 
 from __future__ import annotations

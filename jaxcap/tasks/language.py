@@ -6,7 +6,7 @@ split's `optimum`), so the evaluation reports `excess_bits` = the model's cross-
 the true one, in bits per token: an unbiased estimate of KL(true || model) per token, with the
 token noise paired out. Success: val excess <= `threshold` bits per token (lower is better).
 
-Details: docs/design.md#jaxcaptaskslanguagepy.
+Details: docs/design/languages.md#description-length-at-the-thresholds-resolution.
 
 [1] Shannon 1951, "Prediction and entropy of printed English", Bell Syst. Tech. J. 30.
 [2] Edelman, Edelman, Goel, Malach, Tsilivis 2024, "The Evolution of Statistical Induction

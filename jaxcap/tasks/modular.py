@@ -9,7 +9,7 @@ Complexity: log2 N bits — the information in the answer, i.e. the entropy of t
 uniform x (exactly so when N divides base^digits). For N = base^j the answer is the last j
 digits (a copy), for other N the model must carry residues across all digits.
 
-Details: docs/design.md#jaxcaptasksmodularpy.
+Details: docs/design/tasks.md#modular-arithmetic.
 """
 
 from __future__ import annotations

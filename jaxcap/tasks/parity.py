@@ -7,7 +7,7 @@ vary only the initialization, split and batches): the first k entries of a fixed
 permutation of the n positions. `k` is a per-member knob, so every sparsity level of a sweep
 trains in one program; the subsets are nested (the k-subset contains the (k-1)-subset).
 
-Details: docs/design.md#jaxcaptasksparitypy.
+Details: docs/design/tasks.md#parity.
 
 [1] Barak, Edelman, Goel, Kakade, Malach, Zhang 2022, "Hidden progress in deep learning: SGD
     learns parities near the computational limit", arXiv:2207.08799.

@@ -1,6 +1,6 @@
 """Random probabilistic context-free grammars in LL(1) form: sampler and exact quantities.
 
-Details: docs/design.md#jaxcaptaskspcfgpy.
+Details: docs/design/languages.md#random-ll1-grammars.
 
 [1] Chi 1999, "Statistical properties of probabilistic context-free grammars", Comput. Ling.
 [2] Allen-Zhu & Li 2023, "Physics of Language Models: Part 1, Learning Hierarchical Language

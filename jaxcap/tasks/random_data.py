@@ -5,7 +5,7 @@ trains every n of a capacity sweep: each member draws `max_dataset_size` example
 and only the first n are trained on (batch indices are drawn from [0, n)) and scored (weights
 are zero beyond n).
 
-Details: docs/design.md#jaxcaptasksrandom_datapy.
+Details: docs/design/tasks.md#random-data.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ repetition), each drawn from `vocab` symbols (keys and values use separate token
 padded to the longest n of the sweep, then one of the n keys as the query in the last
 position, where the answer (the value that followed it) is read out.
 
-Details: docs/design.md#jaxcaptasksrecallpy.
+Details: docs/design/tasks.md#associative-recall.
 
 [1] Olsson et al. 2022, "In-context Learning and Induction Heads", arXiv:2209.11895.
 [2] Sanford, Hsu, Telgarsky 2023, "Representational Strengths and Limitations of Transformers",

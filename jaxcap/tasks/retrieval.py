@@ -4,7 +4,7 @@ Both tasks show the model a set of n points (float vectors, no positional encodi
 target is permutation invariant, and positions would only add noise) and regress a real
 target, scored by NMSE = MSE / Var(y) (1.0 is the best constant predictor; lower is better).
 
-Details: docs/design.md#jaxcaptasksretrievalpy.
+Details: docs/design/tasks.md#retrieval-targets.
 
 [1] InfoFlow, arXiv:2605.17930 (the retrieval targets of the approximation-theory section).
 """

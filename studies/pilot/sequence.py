@@ -5,7 +5,7 @@ the next level(s) and seeds, the world answers with outcomes, the fit (jaxcap/me
 takes them in. The rules: the pilot of largest expected information gain about b* (the Ψ method, Kontsevich
 & Tyler 1999; QUEST+, Watson 2017), bisection, and calibrate's own grid-then-boundary designs.
 
-Details: docs/design.md#studiespilotsequencepy.
+Details: docs/design/pilot.md#measuring-the-pilot-design.
 """
 
 from __future__ import annotations

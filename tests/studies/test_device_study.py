@@ -25,7 +25,7 @@ def test_cost_model_reproduces_the_h100_rates():
     # fitted to the grok model in float32 (77.03 MB) at P = 3 and 256 (4,880 and 13,792,
     # the H100 results page, docs/results/README.md), and the FLOPs rate to the seed baseline in
     # bfloat16 (16.23 GFLOP a model-step, 8,806); grok bfloat16 (38.51 MB, 23,128 measured)
-    # stays bandwidth-bound, 17 % optimistic, as docs/design.md states
+    # stays bandwidth-bound, 17 % optimistic, as docs/design/performance.md states
     grok, baseline = 3.3758, 16.2296  # model GFLOP per model-step at batch 512 (core.flops)
     assert _rate(3, 77.03, grok) == pytest.approx(4880, rel=0.001)
     assert _rate(256, 77.03, grok) == pytest.approx(13792, rel=0.001)

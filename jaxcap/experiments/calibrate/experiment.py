@@ -9,7 +9,7 @@ success is monotone in each family's difficulty covariate, fit the meta-model
 Rerunning resumes: finished passes are not retrained, and the fit and validation are redone
 only when the table, the NUTS or validation settings, the reference or the model changed.
 
-Details: docs/design.md#jaxcapexperimentscalibratecalibrate_experimentpy.
+Details: docs/design/meta-model.md#calibrate-families-and-levels.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Capacity across architectures: bits per parameter, a power law in n_params, and the empirical
 capacity model (ECM) of Härmä et al. [1], each judged by its error on held-out architectures.
 
-Details: docs/design.md#jaxcapexperimentscapacityacross_architecturespy.
+Details: docs/design/capacity.md#across-architectures.
 
 [1] Härmä, Pietrasik & Wilbik 2024, "Empirical Capacity Model for Self-Attention Neural
     Networks", arXiv:2407.15425.

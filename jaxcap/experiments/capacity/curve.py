@@ -8,7 +8,7 @@ not steps, as Allen-Zhu & Li [1] do (knowledge capacity at 100 and 1,000 exposur
 twice as large needs twice the steps to reach the same budget, so a step budget favours small
 datasets and says nothing about saturation.
 
-Details: docs/design.md#jaxcapexperimentscapacitycurvepy.
+Details: docs/design/capacity.md#exposures-saturation-and-plateau.
 
 [1] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
 """

@@ -7,7 +7,7 @@ sharing one compiled program (n is a traced knob of `jaxcap.tasks.random_data`);
 training set is scored after every chunk, and capacity.jsonl gets one row per member with the
 bits at every exposure budget. Rounds grow the sizes until the bits plateau. Rerunning resumes.
 
-Details: docs/design.md#jaxcapexperimentscapacityexperimentpy.
+Details: docs/design/capacity.md#one-program-for-every-size.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ annealed to `search_exposures`. The recipe whose median bits stored over seeds i
 short population, not a factor on every budget. The search's rows are in capacity.jsonl
 (`schedule: "search"`), every row names its recipe, and the report says which one won.
 
-Details: docs/design.md#jaxcapexperimentscapacityrecipepy.
+Details: docs/design/capacity.md#annealed-budgets.
 
 [1] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.
 """

@@ -1,7 +1,7 @@
 """Capacity in bits: what a trained member stores about random data, when training has
 saturated, where the storage curve plateaus, and the theoretical budgets it is compared with.
 
-Details: docs/design.md#jaxcapexperimentscapacitysizespy.
+Details: docs/design/capacity.md#bits-stored.
 
 [1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
 [2] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.

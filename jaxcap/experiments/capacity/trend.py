@@ -1,6 +1,6 @@
 """The size trend: bits per parameter at saturation against parameter count, with intervals.
 
-Details: docs/design.md#jaxcapexperimentscapacitytrendpy.
+Details: docs/design/capacity.md#the-size-trend.
 
 [1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
 [2] Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3", arXiv:2404.05405.

@@ -1,6 +1,6 @@
 """Per-family breakdown of an enhance run: what each variant learned, family by family.
 
-Details: docs/design.md#jaxcapexperimentsenhancebreakdownpy.
+Details: docs/design/enhance.md#raw-outcomes-under-the-multipliers.
 
 [1] Olsson et al. 2022, "In-context learning and induction heads", arXiv:2209.11895.
 [2] Sanford, Hsu & Telgarsky 2023, "Representational strengths and limitations of

@@ -7,7 +7,7 @@ rows into capacity rows and hands them to the capacity experiment's code unchang
 the unclipped net bits (a conservative lower bound), and C_mem is a lower bound where the sizes
 did not plateau.
 
-Details: docs/design.md#jaxcapexperimentsenhancecapacitypy.
+Details: docs/design/enhance.md#memorized-bits-from-population-rows.
 
 [1] Morris et al. 2025, "How much do language models memorize?", arXiv:2505.24832.
 """

@@ -9,7 +9,7 @@ computed draw by draw from the joint posterior (so the intervals account for the
 the two capacities), and per parameter (C_a / P_a) / (C_base / P_base), since a variant that
 adds parameters is expected to store more.
 
-Details: docs/design.md#jaxcapexperimentsenhanceenhance_experimentpy.
+Details: docs/design/enhance.md#honest-multipliers.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ per weight should halve capacity if that term binds. `report/precision_curve.png
 meta-model's and the memorization multipliers against bits per weight (16, 32, 64 and k-bit
 quantization-aware training, Jacob et al. [1]) beside the line the precision term predicts.
 
-Details: docs/design.md#jaxcapexperimentsenhanceprecisionpy.
+Details: docs/design/enhance.md#precision.
 
 [1] Jacob et al. 2018, "Quantization and training of neural networks for efficient
     integer-arithmetic-only inference", arXiv:1712.05877.

@@ -1,6 +1,6 @@
 """Variant lists of the enhance experiment: combinations of switches, and HPO on instead of a grid.
 
-Details: docs/design.md#jaxcapexperimentsenhancevariantspy.
+Details: docs/design/enhance.md#variants-and-combinations.
 
 [1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
     arXiv:1907.10902.

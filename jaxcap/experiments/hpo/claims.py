@@ -7,7 +7,7 @@ trial whose newest heartbeat is older than its holder's own grace period belongs
 and is released (RUNNING -> WAITING) for another to claim, keeping its number, parameters and
 seeds (where Optuna's heartbeat would fail it and enqueue a copy).
 
-Details: docs/design.md#jaxcapexperimentshpoclaimspy.
+Details: docs/design/hpo.md#claims-and-heartbeats.
 """
 
 from __future__ import annotations

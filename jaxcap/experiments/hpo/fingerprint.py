@@ -7,7 +7,7 @@ config's fingerprint as the study's user attribute `config`, and a worker whose 
 differs is refused, in one line naming the fields, before it trains anything. What a worker may
 set for itself (searched values, `config.runtime`, `LOCAL_FIELDS`) is left out.
 
-Details: docs/design.md#jaxcapexperimentshpofingerprintpy.
+Details: docs/design/hpo.md#one-config-per-study.
 """
 
 from __future__ import annotations

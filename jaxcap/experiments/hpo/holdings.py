@@ -8,7 +8,7 @@ from its checkpoint (its populations had more members), so its rerun gives the t
 holds back to the queue and claims afresh. Together: every finished trial has its rows in exactly
 one workdir, the one of the worker that told it.
 
-Details: docs/design.md#jaxcapexperimentshpoholdingspy.
+Details: docs/design/hpo.md#rows-a-worker-may-count.
 """
 
 from __future__ import annotations

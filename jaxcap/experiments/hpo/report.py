@@ -3,7 +3,7 @@
 Trials are ranked by their objective, which reads val; every number quoted for a trial (the
 baseline's and the best trial's metric, the HPO lift) is its seeds' test metric.
 
-Details: docs/design.md#jaxcapexperimentshporeportpy.
+Details: docs/design/hpo.md#the-hpo-report.
 
 [1] Watanabe et al. 2023, "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance in
     Arbitrary Subspaces", arXiv:2304.10255.

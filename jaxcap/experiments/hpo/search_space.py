@@ -1,6 +1,6 @@
 """The search space of an Optuna study as config data, and the `study` section that drives it.
 
-Details: docs/design.md#jaxcapexperimentshposearch_spacepy.
+Details: docs/design/hpo.md#the-search-space.
 
 [1] Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework",
     arXiv:1907.10902.

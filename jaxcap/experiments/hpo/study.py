@@ -2,7 +2,7 @@
 a queue of trials that workers claim, and the objective with its seed aggregation; and the hpo
 experiment's checked section (`Sweep`, what its registry `check` returns as `plan.section`).
 
-Details: docs/design.md#jaxcapexperimentshpostudypy.
+Details: docs/design/hpo.md#a-studys-budget.
 
 [1] Akiba et al. 2019, "Optuna", arXiv:1907.10902.
 [2] Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization" (TPE), NeurIPS.

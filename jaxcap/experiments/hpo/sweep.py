@@ -6,7 +6,7 @@ rounds never recompile), groups the members by the shape-changing suggestions (m
 into buckets, and trains each bucket as one population with `run.train_bucket`. Levels share a
 population: x mod 5 and x mod 640 trials of one round are members of one program.
 
-Details: docs/design.md#jaxcapexperimentshposweeppy.
+Details: docs/design/hpo.md#pruning-inside-a-population.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ shifts, gravity) act on a square s x s grid and return a canvas again; a puzzle'
 slots of G rows x (G + 1) tokens joined by SEP, and the causal model is scored on the cells of
 the test output only.
 
-Details: docs/design.md#jaxcaptasksarcgridspy.
+Details: docs/design/arc.md#grid-primitives.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

@@ -8,7 +8,7 @@ tasks 00d62c1b, 9ecd008a and 1fad071e [1]). Each is fixed, or has its paint colo
 axis inferred per puzzle; complexity is the bits of the test input the output depends on plus
 the bits inferred, and chance is sampled (`Arc.chance`).
 
-Details: docs/design.md#jaxcaptasksarcobjectspy.
+Details: docs/design/arc.md#object-families.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

@@ -8,7 +8,7 @@ one fixed geometric primitive up to inferred primitives, colour permutations, ob
 per-member knobs. Complexity is the bits of the test grid carried to the output plus the bits
 inferred per puzzle. `real` adds splits of real ARC-AGI-1 tasks (`jaxcap.tasks.arc.real`).
 
-Details: docs/design.md#jaxcaptasksarcpuzzlespy.
+Details: docs/design/arc.md#the-ladder-of-rules.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

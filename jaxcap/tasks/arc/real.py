@@ -7,7 +7,7 @@ optionally then one colour permutation: real instances of the procedural familie
 example is one test pair with the task's first n demonstrations, as canvases ready for
 `Arc.encode`.
 
-Details: docs/design.md#jaxcaptasksarcrealpy.
+Details: docs/design/arc.md#real-arc-agi-1-tasks.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

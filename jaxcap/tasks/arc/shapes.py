@@ -8,7 +8,7 @@ upscale, mirror, crop and shape (every rule of scale 2). Every cell of the test 
 scored, those outside the output's shape with the class OUTSIDE, so exact-grid accuracy needs
 the shape and the colours right.
 
-Details: docs/design.md#jaxcaptasksarcshapespy.
+Details: docs/design/arc.md#shape-changing-rules.
 
 [1] Chollet 2019, "On the Measure of Intelligence", arXiv:1911.01547.
 """

@@ -5,7 +5,7 @@ position in at most one pair, written as a dot-bracket string: '(' at i and ')' 
 pair, '.' for unpaired positions. Per-position classes: 0 '.', 1 '(', 2 ')'. Nucleotide tokens:
 A 0, C 1, G 2, U 3, and PAD 4 beyond a sequence's length.
 
-Details: docs/design.md#jaxcaptasksrnafoldpy.
+Details: docs/design/domains.md#rna-labellers.
 
 [1] Lorenz et al. 2011, "ViennaRNA Package 2.0", Algorithms Mol. Biol. 6:26.
 [2] McCaskill 1990, "The equilibrium partition function and base pair binding probabilities

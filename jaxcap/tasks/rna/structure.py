@@ -1,6 +1,6 @@
 """RNA secondary structure: per-position dot-bracket classes of random RNA sequences.
 
-Details: docs/design.md#jaxcaptasksrnastructurepy.
+Details: docs/design/domains.md#rna-structure.
 
 [1] Lorenz et al. 2011, "ViennaRNA Package 2.0", Algorithms Mol. Biol. 6:26.
 [2] Nussinov & Jacobson 1980, PNAS 77:6309.

@@ -6,7 +6,7 @@ editorial snippets, Amazon review snippets), each with the mean rating of ~20 ra
 inside a run). Labels are binary from the mean rating: positive if > `neutral`, negative if
 < -`neutral`; sentences in between (about 4%) are dropped.
 
-Details: docs/design.md#jaxcaptasksvaderreal_sentimentpy.
+Details: docs/design/domains.md#real-sentiment-across-domains.
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.

@@ -6,7 +6,7 @@ valence ratings on -4..+4), the negator list `NEGATE`, the booster/dampener tabl
 truth of the paper: 23,703 sentences in four domains (tweets, movie-review snippets [2], NYT
 editorial snippets, Amazon review snippets [3]), each with the mean rating of ~20 raters.
 
-Details: docs/design.md#jaxcaptasksvaderresourcespy.
+Details: docs/design/domains.md#third-party-sentences-stay-out-of-the-repository.
 
 [1] Hutto & Gilbert 2014, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of
     Social Media Text", ICWSM.
