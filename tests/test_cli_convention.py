@@ -18,6 +18,7 @@ COMMANDS = [  # (module, a misspelt flag, the flag it means)
     ("jaxcap.main.rna_structure", "--wrkdir=x", "--workdir"),
     ("jaxcap.report", "--wrkdir=x", "--workdir"),
     ("jaxcap.predict", "--postrior=x", "--posterior"),
+    ("jaxcap.main.check_task", "--tsk=x", "--task"),
 ]
 
 
@@ -53,6 +54,7 @@ def test_a_misspelt_flag_names_the_closest_and_exits_2(capsys, module, typo, mea
         ("studies.plain_reference", ["extra"], "usage error: unexpected argument 'extra'"),
         ("jaxcap.main.rna_structure", [], "usage error: --workdir: required"),
         ("jaxcap.report", [], "usage error: --workdir: required"),
+        ("jaxcap.main.check_task", [], "usage error: --task: required"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(capsys, module, argv, message):

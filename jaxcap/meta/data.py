@@ -51,9 +51,11 @@ def family_name(row: MemberRow) -> str:
 def level_fields(row: MemberRow) -> dict:
     """The task fields that define a level. `max_*` fields are sizes set from a sweep so that
     every level shares one program (head size, padding, examples drawn), not the level itself."""
-    return {
+    fields = {
         k: v for k, v in sorted(row.task.items()) if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
     }
+    # a task from outside jaxcap: its path, so that the fit rebuilds it (jaxcap.meta.difficulty.task_class)
+    return fields | ({"task_name": row.task_name} if row.task_name else {})
 
 
 def _key(value) -> str:

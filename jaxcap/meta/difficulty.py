@@ -13,7 +13,8 @@ Details: docs/design/meta-model.md#difficulty-covariates.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from scipy.optimize import isotonic_regression
@@ -107,18 +108,22 @@ def family_checks(table) -> list[dict]:
     return out
 
 
-def task_class(family: str):
-    """The registered task class behind a family name (`binop:add` -> binop), or None."""
-    from jaxcap.tasks import TASKS
+def task_class(family: str, fields: Mapping[str, Any] | None = None):
+    """The task class behind a family: the path a level's fields name (`task_name`, which the rows
+    of a task from outside jaxcap record), else the registered task of the family name
+    (`binop:add` -> binop), or None."""
+    from jaxcap import tasks
 
-    return TASKS.get(family.split(":")[0])
+    if fields and fields.get("task_name"):
+        return tasks.task_class(fields["task_name"])
+    return tasks.TASKS.get(family.split(":")[0])
 
 
 def family_info(family: str, level_fields: list[dict]) -> dict:
     """What predict needs to turn a level value or a complexity into a query for one family: the
     task, its level field and fixed fields, the covariate of a level value, and the range of
     covariates the task can produce with those fixed fields (a query outside is an error)."""
-    cls = task_class(family)
+    cls = task_class(family, level_fields[0])
     varying = sorted(k for k in level_fields[0] if len({repr(f[k]) for f in level_fields}) > 1)
     info = {"task": None, "field": None, "fixed": {}, "bits_range": None, "values_range": None}
     if cls is None or len(varying) != 1:
@@ -164,13 +169,13 @@ def covariate_name(family: str) -> str:
 
 def nominal_level_bits(family: str, fixed: dict, field: str, value) -> float:
     """The task's nominal complexity_bits of one (valid) level value."""
-    task = _build(task_class(family), {**fixed, field: value})
+    task = _build(task_class(family, fixed), {**fixed, field: value})
     return float(task.complexity_bits({k: getattr(task, k) for k in task.spec.knobs}))
 
 
 def checked_level_bits(family: str, fixed: dict, field: str, value) -> float:
     """The covariate of one level value; ConfigError (naming the allowed values) if invalid."""
-    cls = task_class(family)
+    cls = task_class(family, fixed)
     rule = cls.SCHEMA.get(field)
     if rule is not None:
         rule(f"config.task.{field}", value)

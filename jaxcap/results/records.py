@@ -71,6 +71,8 @@ class MemberRow:
     baselines: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     overlap: dict[str, Any] = dataclasses.field(default_factory=dict)
     study: str | None = None  # a sweep's Optuna study; written only when set
+    # a task from outside jaxcap: its config.task.name (import path, as given); written only when set
+    task_name: str | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # keys this version does not know
 
     @classmethod
@@ -81,8 +83,9 @@ class MemberRow:
 
     def to_json(self) -> Json:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
-        if self.study is None:
-            del out["study"]
+        for name in ("study", "task_name"):  # absent until set, as in the rows before
+            if out[name] is None:
+                del out[name]
         return {**out, **self.extra}
 
     @property

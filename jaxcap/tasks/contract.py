@@ -119,6 +119,12 @@ class Task(abc.ABC):
     def default_knobs(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.spec.knobs}
 
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], knob_grid: dict[str, list]) -> Task:
+        """The task of a config's task section (less `name`); `knob_grid` holds the swept knob
+        values, which a task whose static sizes follow the sweep (padding, head size) reads."""
+        return cls(**cfg)
+
     def __post_init__(self) -> None:
         # parse, don't validate: a task that exists is one a run can use, however it was built
         # (a config, `dataclasses.replace`, a results row)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from jaxcap import tasks
 from jaxcap.config.plan import Bucket
 from jaxcap.core import compiles, flops, sharding
 from jaxcap.core.checkpoint import PopulationCheckpoints
@@ -31,7 +32,7 @@ from jaxcap.results.outcomes import member_success
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store
 from jaxcap.tasks import holdout
-from jaxcap.tasks.contract import SPLITS
+from jaxcap.tasks.contract import SPLITS, Task
 from jaxcap.training import writers
 
 
@@ -94,6 +95,12 @@ def _baseline_fields(task, i: int, baselines: dict[str, np.ndarray], knobs: dict
     }
 
 
+def _task_name(task: Task) -> str | None:
+    """A task from outside jaxcap: the path it was loaded by (None for a built-in task)."""
+    name = tasks.task_name(task)
+    return None if tasks.is_builtin(name) else name
+
+
 def member_rows(bucket: Bucket, cursor: Cursor, baselines: dict[str, np.ndarray]) -> list[MemberRow]:
     """The final members.jsonl rows: what each member was, how it ended, what it reached, and
     what it is compared with (chance, shortcut, train/val/test overlap)."""
@@ -116,6 +123,7 @@ def member_rows(bucket: Bucket, cursor: Cursor, baselines: dict[str, np.ndarray]
                 study=member.study,
                 status=status,
                 family=spec.family,
+                task_name=_task_name(bucket.task),
                 knobs=member.knobs,
                 task={**dataclasses.asdict(bucket.task), **member.knobs},  # every difficulty knob
                 hparams=member.hparams,

@@ -43,7 +43,7 @@ class Lookup:
 
 def build_task(family: str, fields: dict) -> Task:
     """The checked task of a level's fields (as in table.json or a members.jsonl row)."""
-    cls = task_class(family)
+    cls = task_class(family, fields)
     if cls is None:
         raise ValueError(f"measures: family {family!r}: not a registered task; allowed: a jaxcap task family")
     names = {f.name for f in dataclasses.fields(cls)}

@@ -163,5 +163,5 @@ def check(config: ml_collections.ConfigDict, plan: Plan) -> CapacityRun:
 
 
 def task_name(task) -> str:
-    """The registry name of a task (what config.task.name says)."""
-    return next(name for name, cls in tasks.TASKS.items() if type(task) is cls)
+    """What config.task.name says of a task: its registry name, or its import path."""
+    return tasks.task_name(task)

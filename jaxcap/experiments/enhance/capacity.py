@@ -60,7 +60,7 @@ def _saturated(rows: list[MemberRow]) -> dict[tuple, bool]:
 
 
 def _bits_and_targets(row: MemberRow) -> tuple[float, float]:
-    task = tasks.TASKS[row.family](**row.task)
+    task = tasks.task_class(row.task_name or row.family)(**row.task)
     return float(row.complexity_bits), float(row.task["dataset_size"] * task.targets_per_example())
 
 
