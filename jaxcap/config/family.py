@@ -156,8 +156,10 @@ def family_config(
         if key not in ENTRY_FIELDS:
             raise ConfigError(f"{path}.{key}: unknown field; fields of {path}: {', '.join(ENTRY_FIELDS)}")
     task_name = entry.get("task", {}).get("name")
-    if task_name not in tasks.TASKS:
-        raise ConfigError(f"{path}.task.name: got {task_name!r}; allowed: {', '.join(tasks.TASKS)}")
+    try:  # a built-in name, "package.module:Class" or "path/to/file.py:Class" (jaxcap.tasks.loader)
+        cls = tasks.task_class(task_name)
+    except ConfigError as e:
+        raise ConfigError(f"{path}.task.name: {str(e).removeprefix('config.task.name: ')}") from None
     levels = dict(entry.get("levels", {}))
     if len(levels) != 1 or not all(isinstance(v, (tuple, list)) and v for v in levels.values()):
         raise ConfigError(f"{path}.levels: got {levels!r}; allowed: one task field with a tuple of values")
@@ -182,7 +184,7 @@ def family_config(
             raise ConfigError(
                 f"{path}.task.{key}: got {value!r}; allowed: a {type(c.task[key]).__name__}"
             ) from None
-    (field, values), knobs = next(iter(levels.items())), tasks.TASKS[task_name]().spec.knobs
+    (field, values), knobs = next(iter(levels.items())), cls().spec.knobs
     if field not in c.task:
         raise ConfigError(f"{path}.levels.{field}: not a field of task {task_name}")
     static = [f"task.{field}={v}" for v in values] if field not in knobs else [""]
