@@ -9,6 +9,7 @@ from jaxcap.tasks.arc.puzzles import Arc
 from jaxcap.tasks.binop import BinaryOp
 from jaxcap.tasks.contract import Split, Task, TaskSpec
 from jaxcap.tasks.copying import Copying
+from jaxcap.tasks.dataset.task import Dataset
 from jaxcap.tasks.hmm import HMMLanguage
 from jaxcap.tasks.language import MarkovLanguage, PCFGLanguage
 from jaxcap.tasks.modular import Modulo
@@ -28,6 +29,7 @@ TASKS.update(arc=Arc)
 TASKS.update(rna=RnaStructure)
 TASKS.update(markov=MarkovLanguage, pcfg=PCFGLanguage, hmm=HMMLanguage, shakespeare=Shakespeare)
 TASKS.update(sentiment=Sentiment, vader=VaderSentences)
+TASKS.update(dataset=Dataset)  # the user's own files
 
 
 def default_config(name: str) -> dict[str, Any]:
