@@ -24,6 +24,7 @@ from jaxcap.tasks.arc.puzzles import Arc
 from jaxcap.tasks.binop import BinaryOp
 from jaxcap.tasks.contract import Task
 from jaxcap.tasks.copying import Copying
+from jaxcap.tasks.dataset.task import Dataset
 from jaxcap.tasks.hmm import HMMLanguage
 from jaxcap.tasks.language import MarkovLanguage, PCFGLanguage
 from jaxcap.tasks.modular import Modulo
@@ -43,6 +44,7 @@ TASKS.update(arc=Arc)
 TASKS.update(rna=RnaStructure)
 TASKS.update(markov=MarkovLanguage, pcfg=PCFGLanguage, hmm=HMMLanguage, shakespeare=Shakespeare)
 TASKS.update(sentiment=Sentiment, vader=VaderSentences)
+TASKS.update(dataset=Dataset)  # the user's own files (jaxcap/tasks/dataset/)
 
 FIELD = "config.task.name"
 _LOADED: dict[str, type[Task]] = {}  # name as given -> class (a file runs once per process)

@@ -15,6 +15,8 @@ from jaxcap import tasks
 from jaxcap.fields import ConfigError
 from jaxcap.tasks import sentiment
 from jaxcap.tasks.binop import operation_table
+from jaxcap.tasks.dataset import encoding as dataset_encoding
+from jaxcap.tasks.dataset.export import export
 from jaxcap.tasks.rna import fold as rna_fold
 from jaxcap.tasks.vader import real_sentiment
 from jaxcap.tasks.vader.resources import write_fixture
@@ -58,6 +60,10 @@ SMALL = {
     },
     "arc": {"name": "arc", "level": 14, "size": 3, "min_size": 2, "train_size": 40, "n_eval": 50},
     "sentiment": {"name": "sentiment", "level": 4, "n_words": 16, "train_size": 40, "n_eval": 50},
+    "dataset": export(  # the modulo case above, written to a file and read back
+        {"name": "modulo", "modulus": 7, "base": 3, "digits": 4, "train_fraction": 0.5, "n_eval": 50},
+        tempfile.mkdtemp() + "/modulo.npz",
+    ),
     "vader": {  # a tiny synthetic sdist in the real layout, not the real sentences
         "name": "vader",
         "data_dir": write_fixture(tempfile.mkdtemp()),
@@ -94,7 +100,8 @@ def test_building_runs_check_and_reads_no_package_or_data(name, monkeypatch):
         raise AssertionError("building a task read a package or data")
 
     cls = tasks.TASKS[name]
-    for module, loader in ((sentiment, "vocabulary"), (real_sentiment, "dataset"), (rna_fold, "has_vienna")):
+    loaders = ((sentiment, "vocabulary"), (real_sentiment, "dataset"), (rna_fold, "has_vienna"))
+    for module, loader in (*loaders, (dataset_encoding, "load")):
         monkeypatch.setattr(module, loader, read)
     monkeypatch.setattr(cls, "check_resources", read)
     task = cls()
