@@ -6,7 +6,7 @@ docs/meta-model.md#bits-from-data.
 
 Each level's training split comes from its task's own `make_data` at key 0; every measure of
 jaxcap.tasks.complexity reads it (`level_bits`), beside the task's `complexity_bits` and, for the
-five calibrate families, `table_bits` of its relevant-input table (jaxcap/meta/measures.py). The
+five calibrate families, `table_bits` of its relevant-input table (studies/measures/closed_form.py). The
 seconds are each measure's host time on the split, data generation excluded.
 """
 
@@ -24,9 +24,9 @@ from absl import flags as absl_flags
 
 from jaxcap import tasks
 from jaxcap.main import cli
-from jaxcap.meta import measures
 from jaxcap.tasks import complexity
 from jaxcap.tasks.complexity import table
+from studies.measures import closed_form as measures
 
 RANDOM = {"name": "random_labels", "vocab_size": 16, "seq_len": 16}
 LEVELS = [  # (label, task section)

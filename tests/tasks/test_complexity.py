@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from jaxcap import tasks
-from jaxcap.meta import measures
 from jaxcap.tasks import complexity
 from jaxcap.tasks.complexity import codes, lookup, table
 from jaxcap.tasks.parity import secret_ranks
+from studies.measures import closed_form as measures
 
 
 def level(cfg: dict, knobs=None):

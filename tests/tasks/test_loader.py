@@ -92,8 +92,14 @@ def test_an_import_error_is_its_cause_in_one_line(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", sorted(tasks.TASKS))
-def test_every_built_in_task_passes_the_static_checks(name):
-    assert all(c.ok for c in checks.static_checks(tasks.TASKS[name]())), name
+def test_every_built_in_task_passes_the_static_checks(name, tmp_path):
+    if name == "dataset":  # its shapes come from its files: a modulo level written to one
+        from jaxcap.tasks.dataset.export import export
+
+        task = tasks.build(export({"name": "modulo", "modulus": 7, "digits": 2}, tmp_path / "m.npz"))
+    else:
+        task = tasks.TASKS[name]()
+    assert all(c.ok for c in checks.static_checks(task)), name
 
 
 def test_a_launch_refuses_a_task_that_breaks_the_spec_before_compiling():

@@ -8,7 +8,7 @@ the minimum one, which is NP-hard to find (the MIN-FEATURES problem of FOCUS [1]
 secret bits are the unique minimum and are found. The table is restricted to those columns and
 its entries are numbered in lexicographic order of their values. `lookup_bits` = table rows x
 log2(outputs), a row per distinct (entry, label) pair: the bits a memoriser of the observed table
-stores (`table_bits` of jaxcap/meta/measures.py, but of observed entries, read by whole columns).
+stores (`table_bits` of studies/measures/closed_form.py, but of observed entries, read by whole columns).
 
 [1] Almuallim & Dietterich 1991, "Learning With Many Irrelevant Features", AAAI-91.
 [2] Davies & Russell 1994, "NP-Completeness of Searches for Smallest Possible Feature Sets".
