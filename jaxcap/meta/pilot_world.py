@@ -24,7 +24,7 @@ from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot import Particles, weighted_quantile
 from jaxcap.meta.pilot_sequence import LEVEL_SEEDS
 from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 
 PRIOR_MASS = 0.99  # the candidates span this central mass of the prior b* (by default)
 

@@ -28,7 +28,7 @@ from jaxcap.fields import Choice, ConfigError, Str, TupleOf, from_section, setti
 from jaxcap.meta.design import Design
 from jaxcap.meta.difficulty import covariate
 from jaxcap.meta.fit import NutsSettings
-from jaxcap.meta.validate import ValidationSettings
+from jaxcap.meta.validation import ValidationSettings
 from jaxcap.results.store import Store
 
 

@@ -28,7 +28,7 @@ from jaxcap.experiments.population_experiment import identity
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.pilot import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws
-from jaxcap.meta.posterior_meta import LevelInfo
+from jaxcap.meta.records import LevelInfo
 from jaxcap.results.store import Store
 
 

@@ -32,9 +32,9 @@ from jaxcap.experiments.calibrate.family_configs import (
 )
 from jaxcap.experiments.calibrate.family_configs import check as calibrate_check
 from jaxcap.fields import ConfigError, Float, Int, Str, TupleOf, from_section, setting
-from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS, TASK_DEPENDENT_MODEL_FIELDS
+from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS
 from jaxcap.meta.posterior import read_meta
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 from jaxcap.results.store import clean
 
 KEY = "pilot"  # the family's name in the calibrate config its runs derive from
@@ -117,7 +117,7 @@ class PilotPlan:
         wanted = meta.archs[self.arch]
         for candidate in self.base.calibrate.architectures:
             plan = self.runs(self.values[0], 1, candidate)[0].plan
-            if arch_fields(plan.buckets[0].model) == wanted:
+            if plan.buckets[0].model.arch_fields() == wanted:
                 return candidate
         raise ConfigError(
             f"config.pilot.arch: got {self.settings.arch!r} ({meta.arch_labels[self.arch]}), which no "
@@ -132,14 +132,6 @@ class PilotPlan:
             raise ConfigError(f"config.pilot.arch: got {self.settings.arch!r}; allowed: {', '.join(labels)}")
         _not_fitted(self.settings.name, meta.families)
         return self.architecture(meta)
-
-
-def arch_fields(model) -> dict:
-    """A ModelConfig as the table's architecture (jaxcap.meta.data.arch_fields), JSON-normal."""
-    fields = {
-        k: v for k, v in sorted(dataclasses.asdict(model).items()) if k not in TASK_DEPENDENT_MODEL_FIELDS
-    }
-    return json.loads(json.dumps(clean(fields)))
 
 
 def derived(base, family: dict, seeds: int, architecture: str | None = None) -> ml_collections.ConfigDict:
