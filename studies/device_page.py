@@ -132,14 +132,13 @@ def calibrate(study: Path) -> dict:
     from jaxcap.meta import posterior as meta_posterior
     from jaxcap.meta.scorecard import sampler_health
     from jaxcap.meta.summary import headline, posterior_tables
+    from jaxcap.meta.validation import Validation
 
     posterior = meta_posterior.load_posterior(path)
-    valid = _json(study / "calibrate" / "validation.json")
+    valid = Validation.from_json(_json(study / "calibrate" / "validation.json"))
     rows = [{"architecture": a["label"], "C": a["C"]} for a in posterior_tables(posterior)["archs"]]
     diag = posterior.meta.diagnostics  # a C from a sampler that misses its targets says so
-    health = (
-        sampler_health(diag.to_json(), valid) if diag else ["Sampler health: no diagnostics in posterior.nc"]
-    )
+    health = sampler_health(diag, valid) if diag else ["Sampler health: no diagnostics in posterior.nc"]
     return {
         "rows": rows,
         "families": posterior.meta.families,

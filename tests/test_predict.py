@@ -3,6 +3,7 @@ fitted effect, levels and complexities outside a family's range are errors namin
 --arch matches fields exactly (unknown field, ambiguous match, new architecture), a family
 outside a fit with too few families is refused, and --json prints what the text shows."""
 
+import dataclasses
 import json
 import math
 
@@ -84,14 +85,14 @@ def test_a_fitted_level_uses_its_effect(posterior):
     assert [lv.label for lv in posterior.meta.levels[2:4]] == ["modulus=5", "modulus=16"]
     a0 = arch_query.resolve_arch(posterior, "a0")[0]
     seen = prediction.resolve_levels(posterior, "modulo", ["5"], [])
-    assert seen[0]["level"] == 2 and seen[0]["bits"] == pytest.approx(5 * math.log2(5))
-    by_bits = prediction.resolve_levels(posterior, "modulo", [], [seen[0]["bits"]])
-    assert by_bits[0]["level"] == 2  # the fitted level's covariate is that level too
+    assert seen[0].level == 2 and seen[0].bits == pytest.approx(5 * math.log2(5))
+    by_bits = prediction.resolve_levels(posterior, "modulo", [], [seen[0].bits])
+    assert by_bits[0].level == 2  # the fitted level's covariate is that level too
     new = prediction.resolve_levels(posterior, "modulo", ["25"], [])[0]
-    assert new["level"] is None and new["bits"] == pytest.approx(50 * math.log2(25))  # digit classes 10 x 5
-    p_seen = prediction.predict(posterior, "modulo", seen, a0)["points"][0]
-    p_new = prediction.predict(posterior, "modulo", [{**seen[0], "level": None}], a0)["points"][0]
-    assert p_seen["seen_level"] and not p_new["seen_level"] and p_seen["p"] < p_new["p"] - 0.1
+    assert new.level is None and new.bits == pytest.approx(50 * math.log2(25))  # digit classes 10 x 5
+    p_seen = prediction.predict(posterior, "modulo", seen, a0).points[0]
+    p_new = prediction.predict(posterior, "modulo", [dataclasses.replace(seen[0], level=None)], a0).points[0]
+    assert p_seen.seen_level and not p_new.seen_level and p_seen.p < p_new.p - 0.1
 
 
 @pytest.mark.parametrize(
@@ -173,16 +174,16 @@ def test_headline_is_the_median_inside_its_intervals_and_the_mean_is_labelled(po
     monkeypatch.setattr(prediction, "load_posterior", lambda _: posterior)
     args = ["--posterior", "w", "--task", "parity", "--level", "1", "3", "--arch", "a0"]
     assert predict_cmd.main([*args, "--json"]) == 0
-    points = json.loads(capsys.readouterr().out)[0]["points"]
+    points = prediction.Prediction.from_json(json.loads(capsys.readouterr().out)[0]).points  # --json
     for pt in points:
-        assert pt["p"] == pt["median"] and pt["lo50"] <= pt["p"] <= pt["hi50"]
-        assert pt["lo90"] <= pt["lo50"] and pt["hi50"] <= pt["hi90"] and 0 <= pt["mean"] <= 1
+        assert pt.p == pt.median and pt.lo50 <= pt.p <= pt.hi50
+        assert pt.lo90 <= pt.lo50 and pt.hi50 <= pt.hi90 and 0 <= pt.mean <= 1
     assert predict_cmd.main(args) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if "P(learned)" in x]
     assert len(lines) == 2
     for line, pt in zip(lines, points):
-        assert f"P(learned) median {pt['median']:.3f} (50%: {pt['lo50']:.3f}" in line
-        assert f"mean {pt['mean']:.3f}" in line
+        assert f"P(learned) median {pt.median:.3f} (50%: {pt.lo50:.3f}" in line
+        assert f"mean {pt.mean:.3f}" in line
 
 
 def test_a_query_outside_the_fitted_range_warns_with_the_range(posterior, monkeypatch, capsys):
@@ -191,10 +192,10 @@ def test_a_query_outside_the_fitted_range_warns_with_the_range(posterior, monkey
     lo, hi = (math.log2(sum(math.comb(16, j) for j in range(k + 1))) for k in (1, 3))
     args = ["--posterior", "w", "--task", "parity", "--level", "2", "12", "--arch", "a0"]
     assert predict_cmd.main([*args, "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)[0]
-    assert out["fitted_range"] == pytest.approx([lo, hi])
-    inside, outside = out["points"]
-    assert inside["extrapolation"] is None and f"{lo:.4g}-{hi:.4g} bits" in outside["extrapolation"]
+    out = prediction.Prediction.from_json(json.loads(capsys.readouterr().out)[0])
+    assert out.fitted_range == pytest.approx([lo, hi])
+    inside, outside = out.points
+    assert inside.extrapolation is None and f"{lo:.4g}-{hi:.4g} bits" in outside.extrapolation
     assert predict_cmd.main(args) == 0
     warnings = [x for x in capsys.readouterr().out.splitlines() if "WARNING: extrapolating" in x]
     assert len(warnings) == 1 and f"{lo:.4g}-{hi:.4g}" in warnings[0]

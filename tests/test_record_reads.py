@@ -1,34 +1,49 @@
 """No string-key reads of a record's fields outside the record's module: the posterior's metadata
 (`meta["families"]`), the meta-model table's levels (`table.levels[i]["bits"]`), the capacity
-summary (`summary["c_mem"]`) and the hpo level table (`lv["best"]`) are records read by
-attribute, so a renamed field fails at import-time lint, not at the end of a run.
+summary (`summary["c_mem"]`), the hpo level table (`lv["best"]`), the validation result
+(`valid["scores"]`), a fit's diagnostics (`diag["max_rhat"]`) and a prediction (`r["points"]`)
+are records read by attribute, so a renamed field fails at import-time lint, not at the end of a run.
 
-The scan is a small taint analysis over each function's AST: an expression that holds a record
-(`x.meta`, `read_meta(...)`, `capacity.summarize(...)`, a name bound to one, an item or field
-of one, the loop variable over one) read with a string key naming one of the record's fields
-(`[...]` or `.get(...)`) is a violation. Distinctive capacity fields (`c_mem`, `is_capacity`, ...)
-are flagged on any expression. Run as a script (`python tests/test_record_reads.py [root]`) it
-prints the count per record, the measure before and after the move to records.
+The scan (tests/record_scan.py) is a small taint analysis over each function's AST: an expression
+that holds a record (`x.meta`, `read_meta(...)`, `capacity.summarize(...)`, a name bound to one,
+an item or field of one, the loop variable over one, its `.items()`/`.values()`) read with a
+string key naming one of the record's fields (`[...]` or `.get(...)`) is a violation.
+Distinctive capacity fields (`c_mem`, `is_capacity`, ...) are flagged on any expression, and a
+record's JSON keys (a fold's diagnostics read back from disk: `fold["diagnostics"]`) hold it
+wherever they are read.
+Run as a script (`python tests/test_record_reads.py [root] [-v]`) it prints the count per record,
+the measure before and after the move to records.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from helpers import ROOT
+from record_scan import Record, report, violations
 
 from jaxcap.experiments.hpo.level_table import HpoLevel, TrialResult
-from jaxcap.meta.posterior_meta import (
+from jaxcap.meta.prediction import Interval, PilotBasis, PointPrediction, Prediction, QueryPoint
+from jaxcap.meta.records import (
     FamilyInfo,
     FitDiagnostics,
     LevelInfo,
     NutsRecord,
     PilotRecord,
     PosteriorMeta,
+)
+from jaxcap.meta.validation import (
+    Decomposition,
+    DesignScores,
+    FoldResult,
+    HeldoutCell,
+    HeldoutRow,
+    MethodScores,
+    ReliabilityBin,
+    Validation,
+    ValidationSettings,
 )
 from jaxcap.results.capacity_summary import BudgetPoint, CapacityReport, CapacitySummary, Flatness, SizePoint
 
@@ -44,25 +59,19 @@ CAPACITY_DISTINCT = {  # fields only the capacity summary has: flagged on any ex
 }
 CAPACITY_FIELDS = _fields(CapacityReport, CapacitySummary, SizePoint, BudgetPoint, Flatness) | {"from"}
 HPO_FIELDS = _fields(HpoLevel, TrialResult)
-
-
-@dataclass(frozen=True)
-class Record:
-    name: str
-    home: tuple[str, ...]  # the record's module(s), relative to the root: they may read keys
-    fields: set[str]
-    attrs: tuple[str, ...] = ()  # `x.<attr>` holds the record
-    calls: tuple[str, ...] = ()  # `f(...)` / `m.f(...)` returns it
-    names: tuple[str, ...] = ()  # a name bound to it wherever it appears
-    distinct: frozenset[str] = frozenset()
-    scope: tuple[str, ...] = ("jaxcap",)  # only files in (or importing) these packages are read
-    parts: tuple[str, ...] = ()  # fields that hold records (or lists of them): reads through them count
+VALIDATION_PARTS = ("scores", "folds", "cells", "predictions", "settings", "methods", "decomposition")
+DESIGN_KINDS = ("levels", "levels:grid", "levels:boundary", "top", "families", "archs")  # keys of scores
+METHOD_NAMES = ("meta_model", "base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
+VALIDATION_FIELDS = _fields(
+    Validation, ValidationSettings, FoldResult, HeldoutRow, HeldoutCell, DesignScores, MethodScores
+) | _fields(Decomposition, ReliabilityBin)
+PREDICTION_FIELDS = _fields(Prediction, PointPrediction, QueryPoint, Interval, PilotBasis)
 
 
 RECORDS = (
     Record(
         "posterior meta",
-        ("jaxcap/meta/posterior_meta.py",),
+        ("jaxcap/meta/records.py",),
         META_FIELDS,
         attrs=("meta",),
         calls=("read_meta", "posterior_meta", "table_meta"),
@@ -71,7 +80,7 @@ RECORDS = (
     ),
     Record(
         "table levels",
-        ("jaxcap/meta/posterior_meta.py",),
+        ("jaxcap/meta/records.py",),
         _fields(LevelInfo),
         attrs=("levels",),
         calls=("build_table", "load_table", "read_table", "with_measure"),
@@ -102,134 +111,34 @@ RECORDS = (
         scope=("jaxcap.experiments.hpo",),
         parts=("baseline", "best"),
     ),
+    Record(
+        "validation",
+        ("jaxcap/meta/validation.py",),
+        VALIDATION_FIELDS - {"diagnostics"},  # read through FoldResult.diagnostics: "fit diagnostics"
+        calls=("validate", "distinct", "scores", "cell_record", "method_scores"),
+        names=("valid", "validation", "validations"),
+        scope=("jaxcap.meta", "jaxcap.main", "jaxcap.experiments.calibrate", "studies.device_page"),
+        parts=(*VALIDATION_PARTS, "reliability", *DESIGN_KINDS, *METHOD_NAMES),
+    ),
+    Record(
+        "fit diagnostics",
+        ("jaxcap/meta/records.py",),
+        _fields(FitDiagnostics),
+        calls=("diagnose",),
+        names=("diag", "diagnostics"),
+        scope=("jaxcap.meta", "jaxcap.main", "jaxcap.benchmarks", "jaxcap.experiments", "studies"),
+        keys=("diagnostics",),
+    ),
+    Record(
+        "prediction",
+        ("jaxcap/meta/prediction.py",),
+        PREDICTION_FIELDS,
+        calls=("predict", "resolve_levels"),
+        names=("results", "points"),
+        scope=("jaxcap.meta.prediction", "jaxcap.main.predict"),
+        parts=("points", "boundaries", "pilot"),
+    ),
 )
-ITERS = {"enumerate", "zip", "sorted", "reversed", "list", "tuple", "next", "iter", "filter"}
-
-
-def _call_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Call):
-        f = node.func
-        return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-    return None
-
-
-def _targets(target: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
-
-
-class _Scan:
-    def __init__(self, record: Record, scope_home: bool):
-        self.r, self.home = record, scope_home
-        self.tainted: set[str] = set()
-
-    def holds(self, node: ast.AST) -> bool:
-        """Whether `node` evaluates to the record (or a part of it)."""
-        r = self.r
-        if isinstance(node, ast.Name):
-            return node.id in self.tainted or node.id in r.names
-        if isinstance(node, ast.Attribute):
-            return node.attr in r.attrs or (node.attr in r.parts and self.holds(node.value))
-        if isinstance(node, ast.Subscript):  # an item of a list of records, or a part read by key
-            key = node.slice.value if isinstance(node.slice, ast.Constant) else None
-            return (not isinstance(key, str) or key in r.parts) and self.holds(node.value)
-        if isinstance(node, ast.Call):
-            name = _call_name(node)
-            if name in r.calls:
-                return True
-            if name == "get" and isinstance(node.func, ast.Attribute) and node.args:
-                key = node.args[0].value if isinstance(node.args[0], ast.Constant) else None
-                return key in r.parts and self.holds(node.func.value)
-            if name in ITERS:
-                return any(self.holds(a) for a in node.args)
-            return False
-        if isinstance(node, ast.BoolOp):
-            return any(self.holds(v) for v in node.values)
-        if isinstance(node, (ast.GeneratorExp, ast.ListComp)):
-            return any(self.holds(g.iter) for g in node.generators)
-        if isinstance(node, ast.IfExp):
-            return self.holds(node.body) or self.holds(node.orelse)
-        return False
-
-    def bind(self, fn: ast.AST) -> None:
-        """Taint every name bound (assignment, loop, comprehension) to the record, to a fixpoint."""
-        while True:
-            before = len(self.tainted)
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Assign):
-                    pairs = []
-                    for t in node.targets:
-                        if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple):
-                            pairs += list(zip(t.elts, node.value.elts))
-                        else:
-                            pairs.append((t, node.value))
-                    for t, v in pairs:
-                        if self.holds(v):
-                            self.tainted |= set(_targets(t))
-                elif isinstance(node, (ast.For, ast.comprehension)) and self.holds(node.iter):
-                    target = node.target
-                    if _call_name(node.iter) == "enumerate" and isinstance(target, ast.Tuple):
-                        target = target.elts[-1]  # the index is not the record
-                    self.tainted |= set(_targets(target))
-            if len(self.tainted) == before:
-                return
-
-    def reads(self, fn: ast.AST) -> list[tuple[int, str]]:
-        out = []
-        for node in ast.walk(fn):
-            key, obj = None, None
-            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-                key, obj = node.slice.value, node.value
-            elif _call_name(node) == "get" and isinstance(node.func, ast.Attribute) and node.args:
-                arg = node.args[0]
-                key, obj = (arg.value if isinstance(arg, ast.Constant) else None), node.func.value
-            if not isinstance(key, str):
-                continue
-            if key in self.r.distinct or (key in self.r.fields and self.holds(obj)):
-                out.append((node.lineno, key))
-        return out
-
-
-def in_scope(tree: ast.AST, module: str, record: Record) -> bool:
-    """Whether a file belongs to, or imports from, one of the record's packages."""
-    names = {module}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
-    return any(n == p or n.startswith(p + ".") for n in names for p in record.scope)
-
-
-def scan_file(path: Path, record: Record, module: str = "") -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text())
-    if not in_scope(tree, module, record):
-        return []
-    found: set[tuple[int, str]] = set()
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    units = [n for n in ast.walk(tree) if isinstance(n, defs[:2])]
-    top = ast.Module(body=[n for n in tree.body if not isinstance(n, defs)], type_ignores=[])
-    for unit in [top, *units]:  # a function's names are its own (and its nested functions')
-        scan = _Scan(record, False)
-        scan.bind(unit)
-        found |= set(scan.reads(unit))
-    return sorted(found)
-
-
-def violations(root: Path, record: Record) -> dict[str, list[tuple[int, str]]]:
-    files = [*sorted(p for d in ("jaxcap", "studies", "tests") for p in (root / d).rglob("*.py"))]
-    out = {}
-    for path in files:
-        rel = str(path.relative_to(root))
-        if rel in record.home or path.name == Path(__file__).name:
-            continue
-        hits = scan_file(path, record, ".".join(path.relative_to(root).with_suffix("").parts))
-        if hits:
-            out[rel] = hits
-    return out
-
-
-def _report(found: dict[str, list[tuple[int, str]]]) -> str:
-    return "\n".join(f"{f}:{line}: [{key!r}]" for f, hits in found.items() for line, key in hits)
 
 
 def test_no_string_reads_of_record_fields():
@@ -237,7 +146,7 @@ def test_no_string_reads_of_record_fields():
         found = violations(ROOT, record)
         assert not found, (
             f"string-key reads of {record.name} fields outside {', '.join(record.home)}; read the "
-            f"record's attributes instead:\n{_report(found)}"
+            f"record's attributes instead:\n{report(found)}"
         )
 
 
@@ -251,8 +160,8 @@ def headline(posterior, path):
 
 
 def test_the_scan_finds_planted_reads(tmp_path):
-    """The scan itself: planted reads of each record are found; attribute reads and unrelated
-    dicts are not."""
+    """The scan itself: planted reads of each record are found; attribute reads, a design or method
+    looked up by name, and unrelated dicts are not."""
     (tmp_path / "jaxcap").mkdir()
     (tmp_path / "jaxcap" / "planted.py").write_text(PLANTED)
     (tmp_path / "jaxcap" / "capacity_reader.py").write_text(
@@ -283,11 +192,37 @@ def test_the_scan_finds_planted_reads(tmp_path):
         "    designs = [lv.get('design') for lv in table.levels]\n"
         "    return first['label'], level['fields'], designs, first.bits, rows[0]['label']\n"
     )
-    meta, levels, capacity, hpo = (violations(tmp_path, r) for r in RECORDS)
+    (tmp_path / "jaxcap" / "validation_reader.py").write_text(
+        "from jaxcap.meta.summary import distinct\n"
+        "def card(valid, runs):\n"
+        "    grid = valid.scores.get('levels:grid') or valid['scores']['levels']\n"
+        "    words = [s['meta_model']['brier'] for s in distinct(valid.scores).values()]\n"
+        "    cells = [c['p_mean'] for f in valid.folds for c in f.cells]\n"
+        "    return grid['n_cells'], words, cells, runs['scores'], grid.methods['meta_model'].auc\n"
+    )
+    (tmp_path / "jaxcap" / "diagnostics_reader.py").write_text(
+        "from jaxcap.meta.fit import diagnose\n"
+        "def health(fam, draws, div, fold):\n"
+        "    d = fam['diagnostics']\n"
+        "    return d['max_rhat'], diagnose(draws, div)['min_ess'], fold.diagnostics.divergences\n"
+    )
+    (tmp_path / "jaxcap" / "prediction_reader.py").write_text(
+        "from jaxcap.meta.prediction import predict, resolve_levels\n"
+        "def line(posterior, arch, row):\n"
+        "    points = resolve_levels(posterior, 'modulo', ['5'], [])\n"
+        "    r = predict(posterior, 'modulo', points, arch)\n"
+        "    bounds = [b['median'] for b in r.boundaries.values()]\n"
+        "    return points[0]['bits'], r['points'][0].p, bounds, row['points']\n"
+    )
+    meta, levels, capacity, hpo, valid, diag, pred = (violations(tmp_path, r) for r in RECORDS)
     assert meta == {"jaxcap/planted.py": [(4, "label"), (6, "reference"), (6, "stamp")]}, meta
     assert levels == {"jaxcap/level_reader.py": [(5, "design"), (6, "fields"), (6, "label")]}, levels
     assert capacity == {"jaxcap/capacity_reader.py": [(6, "c_mem_seeds"), (6, "label")]}, capacity
     assert hpo == {"jaxcap/hpo_reader.py": [(5, "best"), (5, "median")]}, hpo
+    want = [(3, "scores"), (4, "brier"), (5, "p_mean"), (6, "n_cells")]
+    assert valid == {"jaxcap/validation_reader.py": want}, valid
+    assert diag == {"jaxcap/diagnostics_reader.py": [(4, "max_rhat"), (4, "min_ess")]}, diag
+    assert pred == {"jaxcap/prediction_reader.py": [(5, "median"), (6, "bits"), (6, "points")]}, pred
 
 
 if __name__ == "__main__":
@@ -296,4 +231,4 @@ if __name__ == "__main__":
         found = violations(root, record)
         print(f"{record.name}: {sum(map(len, found.values()))} reads in {len(found)} files")
         if "-v" in sys.argv:
-            print(_report(found))
+            print(report(found))

@@ -22,39 +22,37 @@ from jaxcap.main import cli
 from jaxcap.meta.arch_query import QueryError, resolve_arch
 from jaxcap.meta.difficulty import COVARIATES, covariate_name
 from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.prediction import check_family, predict, read_posterior, resolve_levels
+from jaxcap.meta.prediction import Prediction, check_family, predict, read_posterior, resolve_levels
 
 
-def _print(posterior: Posterior, results: list[dict]) -> None:
+def _print(posterior: Posterior, results: list[Prediction]) -> None:
     meta = posterior.meta
     ref = meta.families[meta.reference]
     print(f"families {', '.join(meta.families)} (θ_{ref} = 1, C in bits of {ref})")
     # a boundary is in its family's covariate (the unit of its --complexity), named on its line
     covariates = {meta.families[lv.family]: lv.covariate for lv in meta.levels}
     for r in results:
-        where = "in the fit" if r["family_in_fit"] else "NOT in the fit: predicted from the family population"
-        print(f"{r['arch']} | task {r['family']} ({where})")
-        if r["pilot"]:
-            print("  rests on {pilots} pilot levels, {runs} runs (base fit: {base})".format_map(r["pilot"]))
-        for pt in r["points"]:
-            kind = "fitted level" if pt["seen_level"] else "new level"
+        where = "in the fit" if r.family_in_fit else "NOT in the fit: predicted from the family population"
+        print(f"{r.arch} | task {r.family} ({where})")
+        if r.pilot:
+            print(f"  rests on {r.pilot.pilots} pilot levels, {r.pilot.runs} runs (base fit: {r.pilot.base})")
+        for pt in r.points:
+            kind = "fitted level" if pt.seen_level else "new level"
             nominal = (  # many levels share one covariate value (modulo: moduli of one lookup_bits)
-                f"nominal bits not set by {pt['covariate']} alone (query --level for them)"
-                if pt["nominal_bits"] is None
-                else f"nominal {pt['nominal_bits']:.4g} bits"
+                f"nominal bits not set by {pt.covariate} alone (query --level for them)"
+                if pt.nominal_bits is None
+                else f"nominal {pt.nominal_bits:.4g} bits"
             )
             print(
-                f"  {pt['level']} ({pt['covariate']} = {pt['bits']:.4g} bits, {nominal}, {kind}): "
-                f"P(learned) median {pt['median']:.3f} (50%: {pt['lo50']:.3f}-{pt['hi50']:.3f}, "
-                f"90%: {pt['lo90']:.3f}-{pt['hi90']:.3f}; mean {pt['mean']:.3f})"
+                f"  {pt.level} ({pt.covariate} = {pt.bits:.4g} bits, {nominal}, {kind}): "
+                f"P(learned) median {pt.median:.3f} (50%: {pt.lo50:.3f}-{pt.hi50:.3f}, "
+                f"90%: {pt.lo90:.3f}-{pt.hi90:.3f}; mean {pt.mean:.3f})"
             )
-            if pt["extrapolation"]:
-                print(f"  WARNING: {pt['extrapolation']}")
-        for name, b in r["boundaries"].items():
+            if pt.extrapolation:
+                print(f"  WARNING: {pt.extrapolation}")
+        for name, b in r.boundaries.items():
             unit = covariates.get(name) or covariate_name(name)
-            print(
-                f"  boundary b* {name}: {unit} {b['median']:.4g} bits (90%: {b['lo90']:.4g}-{b['hi90']:.4g})"
-            )
+            print(f"  boundary b* {name}: {unit} {b.median:.4g} bits (90%: {b.lo90:.4g}-{b.hi90:.4g})")
 
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
@@ -114,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"predict error: {e}", file=sys.stderr)
         return 2
     if FLAGS.json:
-        print(json.dumps(results, indent=1))
+        print(json.dumps([r.to_json() for r in results], indent=1))
     else:
         _print(posterior, results)
     return 0

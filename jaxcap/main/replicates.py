@@ -15,6 +15,7 @@ from absl import flags
 
 from jaxcap.main import cli
 from jaxcap.meta.replicate_tables import markdown, pooled_coverage, pooled_markdown, replicate_table
+from jaxcap.meta.validation import Validation
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_bool("markdown", False, "A markdown table instead of JSON.", flag_values=FLAGS)
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"replicates error: {path}: missing (run the calibrate config there first)", file=sys.stderr
             )
             return 2
-        validations.append(json.loads(path.read_text()))
+        validations.append(Validation.from_json(json.loads(path.read_text())))
     table, pooled = replicate_table(validations), pooled_coverage(validations)
     if FLAGS.markdown:
         print("\n".join([*markdown(table, ", ".join(workdirs)), "", *pooled_markdown(pooled)]))

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxcap.models.config import ModelConfig
+
 # the sites that carry the scale (log C_a − log θ_f is what the likelihood sees)
 GAUGE_SITES = ("log_C", "mu_log_C", "log_theta", "mu_log_theta")
 # the model fields that make "the same architecture" across the two experiments: the capacity
 # experiment's recipe fields (positions, embedding init) and task sizes may differ
-ARCH_KEYS = ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "param_dtype", "compute_dtype", "qat_bits")
+ARCH_KEYS = ModelConfig.CORE_FIELDS
 
 
 def arch_key(arch: dict) -> dict:

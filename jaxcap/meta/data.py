@@ -20,27 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from jaxcap.meta.difficulty import covariate
-from jaxcap.meta.posterior_meta import LevelInfo
+from jaxcap.meta.records import LevelInfo
 from jaxcap.models import ModelConfig, param_count
-from jaxcap.models.config import MODEL_FIELDS, PRECISION_BITS
+from jaxcap.models.config import PRECISION_BITS
 from jaxcap.results import outcomes
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import clean, read_jsonl, write_atomic
 
-# set by the task, not chosen: a language model must be causal whatever its architecture
-TASK_DEPENDENT_MODEL_FIELDS = ("vocab_size", "seq_len", "n_outputs", "input_dim", "readout", "attention")
 IGNORED_TASK_FIELDS = ("n_eval",)  # the eval subset size; and every max_* field (see level_fields)
 FAMILY_FIELDS = {"binop": ("operation",)}
 
 
-_MODEL_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
-
-
 def arch_fields(row: MemberRow) -> dict:
-    """The architecture of a row; switches added after the row was written take their defaults
-    (off), so an older run and a newer run of the same model are one architecture."""
-    model = {k: v for k, v in _MODEL_DEFAULTS.items() if k in MODEL_FIELDS} | row.model
-    return {k: v for k, v in sorted(model.items()) if k not in TASK_DEPENDENT_MODEL_FIELDS}
+    """The architecture of a row (ModelConfig.arch_of: older rows' missing switches are off)."""
+    return ModelConfig.arch_of(row.model)
 
 
 def family_name(row: MemberRow) -> str:

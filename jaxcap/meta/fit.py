@@ -39,7 +39,7 @@ from jaxcap.meta.cells import (
 from jaxcap.meta.data import Table
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.posterior import SITES, Posterior
-from jaxcap.meta.posterior_meta import FamilyInfo, FitDiagnostics, NutsRecord, PosteriorMeta
+from jaxcap.meta.records import FamilyInfo, FitDiagnostics, NutsRecord, PosteriorMeta
 
 # The sampler-health targets report.md checks (scorecard.sampler_health). R-hat <= 1.01 and bulk
 # ESS >= 100 per chain, 400 with 4 chains: Vehtari et al. 2021. Divergences, the project's own
@@ -176,8 +176,11 @@ def flatten(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {name: x.reshape(-1, *x.shape[2:]) for name, x in draws.items()}
 
 
-def diagnose(draws: dict[str, np.ndarray], diverging: np.ndarray) -> dict:
-    """Worst R-hat and smallest ESS over the non-constant entries of every site; divergences."""
+def diagnose(
+    draws: dict[str, np.ndarray], diverging: np.ndarray, steps: np.ndarray | None = None
+) -> FitDiagnostics:
+    """Worst R-hat and smallest ESS over the non-constant entries of every site; divergences;
+    the mean leapfrog steps of `steps` (None: not recorded)."""
     rhat, ess = {}, {}
     for name, x in draws.items():
         flat = x.reshape(x.shape[0], x.shape[1], -1)
@@ -199,15 +202,16 @@ def diagnose(draws: dict[str, np.ndarray], diverging: np.ndarray) -> dict:
     n_div = int(diverging.sum())
     if n_div:
         warnings.append(f"{n_div} divergent transitions: intervals may be biased (raise target_accept)")
-    return {
-        "max_rhat": worst_rhat,
-        "min_ess": min(ess.values(), default=float("nan")),
-        "divergences": n_div,
-        "transitions": int(diverging.size),
-        "rhat": rhat,
-        "ess": ess,
-        "warnings": warnings,
-    }
+    return FitDiagnostics(
+        max_rhat=worst_rhat,
+        min_ess=min(ess.values(), default=float("nan")),
+        divergences=n_div,
+        transitions=int(diverging.size),
+        rhat=rhat,
+        ess=ess,
+        warnings=warnings,
+        mean_steps=None if steps is None else float(steps.mean()),
+    )
 
 
 def table_meta(table: Table, reference: int) -> PosteriorMeta:
@@ -237,12 +241,11 @@ def fit(table: Table, settings: NutsSettings, reference: str = "") -> tuple[Post
     data, successes = cell_data(table, ref)
     run = run_nuts(*stack_folds([(data, successes)]), settings)
     draws, diverging = fold_draws(run.draws, 0), run.diverging[:, :, 0]
-    diag = {**diagnose(draws, diverging), "mean_steps": float(run.steps.mean())}
     meta = dataclasses.replace(
         table_meta(table, ref),
         nuts=NutsRecord(**dataclasses.asdict(settings), chain_method=chain_method(settings.chains)),
         seconds=run.seconds,
-        diagnostics=FitDiagnostics.from_json(diag),
+        diagnostics=diagnose(draws, diverging, run.steps),
     )
     by_chain = {
         "draws": draws,

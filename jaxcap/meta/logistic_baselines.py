@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from jaxcap.meta.data import TableRow
-from jaxcap.meta.posterior_meta import LevelInfo
+from jaxcap.meta.records import LevelInfo
 
 PENALTY = 1.0
 

@@ -12,6 +12,7 @@ Details: docs/design/meta-model.md#out-of-grid.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from jaxcap.meta import data as meta_data
 from jaxcap.meta.model import success_probability
 from jaxcap.meta.scores import cell_record, scores
+from jaxcap.meta.validation import HeldoutRow
 
 METHODS = ("meta_model", "base_rate", "family_rate")
 
@@ -45,25 +47,19 @@ def score_population(posterior, fitted: meta_data.Table, new: meta_data.Table, s
         typical = success_probability(posterior.draws, log_b, rng, arch=a, family=f, marginal=True)[:, 0]
         ys = [int(r.success) for r in group]
         rec = cell_record((a, f, level.label), p, len(ys), sum(ys), rng, typical, posterior.draws.get("rho"))
-        cells_out.append({**rec, "bits": level.bits, "covariate": level.covariate})
+        cells_out.append(dataclasses.replace(rec, extra={"bits": level.bits, "covariate": level.covariate}))
         family_rate = y_fit[fam_fit == name].mean()
-        rows += [
-            {
-                "y": y,
-                "family": f,
-                "arch": a,
-                "level": lv,
-                "fold": "out_of_grid",
-                "meta_model": float(p.mean()),
-                "base_rate": float(y_fit.mean()),
-                "family_rate": float(family_rate),
-            }
-            for y in ys
-        ]
-    out = scores(rows, cells_out, METHODS)
-    out["cells"] = cells_out
-    out["levels_also_fitted"] = int(seen_levels)  # same level value as a calibrate level (new seeds)
-    return out
+        p_of = {
+            "meta_model": float(p.mean()),
+            "base_rate": float(y_fit.mean()),
+            "family_rate": float(family_rate),
+        }
+        rows += [HeldoutRow(a, f, lv, y, fold="out_of_grid", p=p_of) for y in ys]
+    return {  # the scores' JSON, every cell's, and how many level values the fit also has (new seeds)
+        **scores(rows, cells_out, METHODS).to_json(),
+        "cells": [c.to_json() for c in cells_out],
+        "levels_also_fitted": int(seen_levels),
+    }
 
 
 def _cells(table: meta_data.Table) -> dict[tuple, list[meta_data.TableRow]]:

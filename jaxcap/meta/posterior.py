@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 
 SITES = {  # saved sites and their dims beyond (chain, draw)
     "mu_log_C": (),

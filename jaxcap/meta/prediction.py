@@ -4,10 +4,15 @@ The command `python -m jaxcap.predict` (jaxcap/main/predict.py) parses and print
 resolves the query (a level of the family's level field, or a difficulty in bits of its
 covariate; a family in or out of the fit) and computes P(learned) per point, with the posterior
 median and 50% / 90% credible intervals, and every fitted family's boundary b* = C/θ. A query
-outside the fitted range is flagged as an extrapolation. Details: docs/design/meta-model.md#prediction.
+outside the fitted range is flagged as an extrapolation. The answer is a `Prediction` record
+(`to_json` is what `--json` prints). Details: docs/design/meta-model.md#prediction.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -15,12 +20,108 @@ from jaxcap.meta.arch_query import QueryError, parse_value
 from jaxcap.meta.difficulty import COVARIATES, checked_level_bits, covariate_name, nominal_level_bits
 from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability
 from jaxcap.meta.posterior import Posterior, load_posterior, summarize
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 from jaxcap.meta.splits import MIN_FAMILIES
 
 
-def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: list[float]) -> list[dict]:
-    """Query points [{"bits", "level": fitted level index or None, "label"}] of one family."""
+@dataclasses.dataclass(frozen=True)
+class QueryPoint:
+    """One query of a family: its covariate's bits, its nominal bits (None: not set by the
+    covariate alone), the fitted level it is (None: a new level) and its label."""
+
+    bits: float
+    nominal_bits: float | None
+    level: int | None
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """Median and 50% / 90% central intervals of draws (posterior.summarize; None: not finite)."""
+
+    median: float | None
+    lo50: float | None
+    hi50: float | None
+    lo90: float | None
+    hi90: float | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Interval:
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class PointPrediction:
+    """P(learned) at one query point: the posterior median `p` (= `median`) and mean, the 50% /
+    90% intervals, whether the level was fitted, and the extrapolation warning (None: inside)."""
+
+    covariate: str
+    bits: float
+    nominal_bits: float | None
+    level: str  # the query point's label
+    seen_level: bool
+    p: float
+    mean: float
+    median: float | None
+    lo50: float | None
+    hi50: float | None
+    lo90: float | None
+    hi90: float | None
+    extrapolation: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PointPrediction:
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class PilotBasis:
+    """What a pilot-appended family's prediction rests on: pilot levels, runs, ESS, the base fit."""
+
+    pilots: int | None
+    runs: int | None
+    ess: float | None
+    base: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """One architecture's answer for one family: P(learned) per point, the covariate range the
+    family was fitted on (None: not in the fit), every fitted family's boundary b* and, for a
+    pilot-appended family, its basis."""
+
+    arch: str
+    family: str
+    family_in_fit: bool
+    points: list[PointPrediction]
+    fitted_range: list[float] | None
+    boundaries: dict[str, Interval]  # by family
+    pilot: PilotBasis | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Prediction:
+        pilot = data["pilot"]
+        return cls(
+            **{k: data[k] for k in ("arch", "family", "family_in_fit", "fitted_range")},
+            points=[PointPrediction.from_json(pt) for pt in data["points"]],
+            boundaries={k: Interval.from_json(b) for k, b in data["boundaries"].items()},
+            pilot=None if pilot is None else PilotBasis(**pilot),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # the parts are flat records: asdict is their to_json
+
+
+def resolve_levels(
+    posterior: Posterior, family: str, values: list[str], bits: list[float]
+) -> list[QueryPoint]:
+    """The query points of one family: level values of its level field, then covariate bits."""
     meta, f = posterior.meta, posterior.family_index(family)
     info = meta.family_info[f] if f is not None else None
     levels = [(i, lv) for i, lv in enumerate(meta.levels) if lv.family == f]
@@ -39,14 +140,7 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
             raise QueryError(f"--level {field}={text}: {e}") from None
         seen = [i for i, lv in levels if lv.fields[field] == value]
         nominal = nominal_level_bits(family, info.fixed, field, value)
-        points.append(
-            {
-                "bits": b,
-                "nominal_bits": nominal,
-                "level": seen[0] if seen else None,
-                "label": f"{field}={value}",
-            }
-        )
+        points.append(QueryPoint(b, nominal, seen[0] if seen else None, f"{field}={value}"))
     for b in bits:
         rng = info.bits_range if info else None
         if rng and not rng[0] * (1 - 1e-9) <= b <= rng[1] * (1 + 1e-9):
@@ -61,9 +155,7 @@ def resolve_levels(posterior: Posterior, family: str, values: list[str], bits: l
         nominal = meta.levels[seen[0]].complexity_bits if len(seen) == 1 else None
         if nominal is None and family not in COVARIATES:
             nominal = b
-        points.append(
-            {"bits": b, "nominal_bits": nominal, "level": seen[0] if len(seen) == 1 else None, "label": label}
-        )
+        points.append(QueryPoint(b, nominal, seen[0] if len(seen) == 1 else None, label))
     return points
 
 
@@ -94,14 +186,16 @@ def check_family(posterior: Posterior, family: str, new_family: bool = True) -> 
         )
 
 
-def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, seed: int = 0) -> dict:
+def predict(
+    posterior: Posterior, family: str, points: list[QueryPoint], arch: dict, seed: int = 0
+) -> Prediction:
     """P(learned) per point and every family's boundary, for one architecture and family."""
     check_family(posterior, family)
     rng = np.random.default_rng(seed)
     d, meta = posterior.draws, posterior.meta
     f = posterior.family_index(family)
-    bits = np.array([pt["bits"] for pt in points])
-    levels = [pt["level"] for pt in points]
+    bits = np.array([pt.bits for pt in points])
+    levels = [pt.level for pt in points]
     # a new level's P: its level effect integrated out (the rate on a typical level of those bits)
     p = success_probability(
         d, np.log(bits), rng, arch=arch["index"], family=f, levels=levels, arch_x=arch.get("x"), marginal=True
@@ -112,36 +206,36 @@ def predict(posterior: Posterior, family: str, points: list[dict], arch: dict, s
     else:
         log_c = new_arch_log_c(d, np.asarray(arch["x"]), len(meta.archs), rng)
         bstar = np.exp(log_c[:, None] - d["log_theta"])
-    return {
-        "arch": arch["label"],
-        "family": family,
-        "family_in_fit": f is not None,
-        "points": [
-            {
-                "covariate": name,
-                "bits": pt["bits"],
-                "nominal_bits": pt.get("nominal_bits"),
-                "level": pt["label"],
-                "seen_level": pt["level"] is not None,
-                "p": float(np.median(p[:, i])),  # the headline: the posterior median
-                "mean": float(p[:, i].mean()),
+    return Prediction(
+        arch=arch["label"],
+        family=family,
+        family_in_fit=f is not None,
+        points=[
+            PointPrediction(
+                covariate=name,
+                bits=pt.bits,
+                nominal_bits=pt.nominal_bits,
+                level=pt.label,
+                seen_level=pt.level is not None,
+                p=float(np.median(p[:, i])),  # the headline: the posterior median
+                mean=float(p[:, i].mean()),
                 **summarize(p[:, i]),
-                "extrapolation": _extrapolation(name, pt["bits"], span),
-            }
+                extrapolation=_extrapolation(name, pt.bits, span),
+            )
             for i, pt in enumerate(points)
         ],
-        "fitted_range": span,
-        "boundaries": {name: summarize(bstar[:, g]) for g, name in enumerate(meta.families)},
-        "pilot": pilot_basis(meta, family),
-    }
+        fitted_range=span,
+        boundaries={name: Interval(**summarize(bstar[:, g])) for g, name in enumerate(meta.families)},
+        pilot=pilot_basis(meta, family),
+    )
 
 
-def pilot_basis(meta: PosteriorMeta, family: str) -> dict | None:
+def pilot_basis(meta: PosteriorMeta, family: str) -> PilotBasis | None:
     """A pilot-appended family's basis (jaxcap/experiments/pilot): its pilot levels, runs, base fit."""
     pilot = meta.pilot
     if pilot is None or pilot.family != family:
         return None
-    return {"pilots": pilot.pilots, "runs": pilot.runs, "ess": pilot.ess, "base": pilot.base}
+    return PilotBasis(pilots=pilot.pilots, runs=pilot.runs, ess=pilot.ess, base=pilot.base)
 
 
 def _extrapolation(name: str, bits: float, span: list[float] | None) -> str | None:

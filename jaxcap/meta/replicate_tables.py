@@ -15,19 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from jaxcap.meta.scores import coverage_interval
+from jaxcap.meta.validation import Validation
 
 METRICS = ("brier", "auc", "pit_coverage90", "median_width90")
 METHODS = ("meta_model", "base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
 
 
-def collect(validations: list[dict]) -> dict:
-    """{split: {method: {metric: [value per run that scored it]}}} over the runs' validation dicts."""
+def collect(validations: list[Validation]) -> dict:
+    """{split: {method: {metric: [value per run that scored it]}}} over the runs' validations."""
     out: dict = {}
     for valid in validations:
-        for split, scores in valid.get("scores", {}).items():
+        for split, scores in valid.scores.items():
             for method in METHODS:
                 for metric in METRICS:
-                    value = scores.get(method, {}).get(metric)
+                    value = getattr(scores.methods[method], metric) if method in scores.methods else None
                     if value is not None:
                         out.setdefault(split, {}).setdefault(method, {}).setdefault(metric, []).append(value)
     return out
@@ -39,7 +40,7 @@ def spread(values: list[float]) -> dict:
     return {"mean": float(x.mean()), "min": float(x.min()), "max": float(x.max()), "runs": len(x)}
 
 
-def replicate_table(validations: list[dict]) -> dict:
+def replicate_table(validations: list[Validation]) -> dict:
     """{split: {method: {metric: spread}}}."""
     return {
         split: {m: {k: spread(v) for k, v in metrics.items()} for m, metrics in methods.items()}
@@ -47,13 +48,14 @@ def replicate_table(validations: list[dict]) -> dict:
     }
 
 
-def pooled_coverage(validations: list[dict], mass: int = 90) -> dict:
+def pooled_coverage(validations: list[Validation], mass: int = 90) -> dict:
     """{split: covered cells, cells, rate and its Jeffreys 90 % interval} of the meta-model's
     randomized-PIT coverage over every run's held-out cells (a run's rate times its n_cells)."""
     counts: dict = {}
     for valid in validations:
-        for split, scores in valid.get("scores", {}).items():
-            rate, n = scores.get("meta_model", {}).get(f"pit_coverage{mass}"), scores.get("n_cells")
+        for split, scores in valid.scores.items():
+            rate = scores.meta_model.coverage(mass) if "meta_model" in scores.methods else None
+            n = scores.n_cells
             if rate is not None and n:
                 k, total = counts.get(split, (0, 0))
                 counts[split] = (k + round(rate * n), total + n)

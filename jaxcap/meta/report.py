@@ -22,6 +22,7 @@ from jaxcap.meta.model import boundary_bits, success_probability
 from jaxcap.meta.posterior import Posterior
 from jaxcap.meta.scorecard import LABELS, METHODS, distinct
 from jaxcap.meta.summary import markdown, posterior_tables
+from jaxcap.meta.validation import Validation
 from jaxcap.reports.figures import new_figure, save_figure
 
 
@@ -120,10 +121,10 @@ def plot_capacity(path: Path, posterior: Posterior) -> Path:
     return save_figure(fig, path)
 
 
-def plot_calibration(path: Path, valid: dict) -> Path:
+def plot_calibration(path: Path, valid: Validation) -> Path:
     """One reliability panel per design with scores of its own (`scorecard.distinct`: a design
     that repeats another's cells is named in that one's title, not drawn twice)."""
-    designs = distinct(valid.get("scores", {}))
+    designs = distinct(valid.scores)
     fig, axes = new_figure((3.8 * max(len(designs), 1), 3.8), 1, max(len(designs), 1), squeeze=False)
     for ax, (words, scores) in zip(axes[0], designs.items()):
         for m, style in (
@@ -133,10 +134,8 @@ def plot_calibration(path: Path, valid: dict) -> Path:
             ("pooled_logistic", "s:"),
             ("per_family_logistic", "^:"),
         ):
-            bins = scores[m]["reliability"]
-            ax.plot(
-                [b["predicted"] for b in bins], [b["observed"] for b in bins], style, label=METHODS[m], ms=4
-            )
+            bins = scores.methods[m].reliability
+            ax.plot([b.predicted for b in bins], [b.observed for b in bins], style, label=METHODS[m], ms=4)
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
         ax.set_title(words, fontsize=9)
         ax.set_xlabel("predicted P(success)")
@@ -148,21 +147,19 @@ def plot_calibration(path: Path, valid: dict) -> Path:
 FOLD_MARKERS = {"levels": "o", "top": "s", "families": "^", "archs": "D"}
 
 
-def plot_heldout(path: Path, valid: dict) -> Path:
+def plot_heldout(path: Path, valid: Validation) -> Path:
     """Each held-out cell's predicted P(success) (90% interval) against its observed success
     fraction, drawn where it is (a cell with no success at 0, not nudged below it); the fold
     kinds differ by marker."""
     fig, ax = new_figure((4.4, 4.0))
     for fold_kind, marker in FOLD_MARKERS.items():
-        cells = [c for f in valid.get("folds", []) if f["kind"] == fold_kind for c in f["cells"]]
+        cells = valid.cells(fold_kind)
         if not cells:
             continue
-        x = np.array([c["p_mean"] for c in cells])
-        err = np.array(
-            [[c["p_mean"] - c["p_lo90"] for c in cells], [c["p_hi90"] - c["p_mean"] for c in cells]]
-        )
+        x = np.array([c.p_mean for c in cells])
+        err = np.array([[c.p_mean - c.p_lo90 for c in cells], [c.p_hi90 - c.p_mean for c in cells]])
         err = np.clip(err, 0.0, None)  # a skewed posterior can put its mean outside the 90% interval
-        y = np.array([c["successes"] / c["trials"] for c in cells])
+        y = np.array([c.successes / c.trials for c in cells])
         words = LABELS.get(fold_kind, fold_kind)
         ax.errorbar(
             x, y, xerr=err, fmt=marker, mfc="none", ms=4, lw=0.6, label=f"{words} ({len(cells)} cells)"
@@ -203,7 +200,7 @@ def plot_monotone(path: Path, checks: list[dict]) -> Path:
     return save_figure(fig, path)
 
 
-def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: dict) -> list[Path]:
+def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: Validation) -> list[Path]:
     """report.md (jaxcap.meta.summary) and the five figures."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)

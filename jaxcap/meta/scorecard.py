@@ -11,7 +11,9 @@ the meta-model loses to a baseline.
 from __future__ import annotations
 
 from jaxcap.meta.fit import DIVERGENCE_RATE_MAX, ESS_MIN, RHAT_MAX
+from jaxcap.meta.records import FitDiagnostics
 from jaxcap.meta.scores import coverage_interval
+from jaxcap.meta.validation import DesignScores, Validation
 
 BASELINES = ("base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
 TITLES = {
@@ -58,7 +60,7 @@ def label(kind: str) -> str:
     return LABELS.get(kind, f"held-out {kind}")
 
 
-def distinct(scores: dict) -> dict[str, dict]:
+def distinct(scores: dict[str, DesignScores]) -> dict[str, DesignScores]:
     """The designs that have numbers of their own, keyed by their words: a design whose scores
     repeat an earlier one's (the grid levels when no boundary level was added, so every held-out
     level is a grid level) is named beside that one instead of shown twice."""
@@ -75,42 +77,46 @@ def distinct(scores: dict) -> dict[str, dict]:
     return out
 
 
-def losses(scores: dict) -> list[str]:
+def losses(scores: dict[str, DesignScores]) -> list[str]:
     """One line per design on which a baseline beats the meta-model on Brier or on log loss:
     the meta-model's number against the best baseline's, then the baselines that beat it."""
     out = []
     for words, s in distinct(scores).items():
-        m = s["meta_model"]
-        beaten = [b for b in BASELINES if any(s[b][k] < m[k] for k in ("brier", "log_loss"))]
+        m = s.meta_model
+        number = {  # (the meta-model's, each baseline's) Brier and log loss
+            "Brier": (m.brier, {b: s.methods[b].brier for b in BASELINES}),
+            "log loss": (m.log_loss, {b: s.methods[b].log_loss for b in BASELINES}),
+        }
+        beaten = [b for b in BASELINES if any(theirs[b] < mine for mine, theirs in number.values())]
         if not beaten:
             continue
         parts = [
-            f"{name} {m[key]:.4f} vs {min(s[b][key] for b in beaten):.4f}"
-            for key, name in (("brier", "Brier"), ("log_loss", "log loss"))
-            if any(s[b][key] < m[key] for b in beaten)
+            f"{name} {mine:.4f} vs {min(theirs[b] for b in beaten):.4f}"
+            for name, (mine, theirs) in number.items()
+            if any(theirs[b] < mine for b in beaten)
         ]
         out.append(f"{words}: {', '.join(parts)} ({', '.join(METHODS[b] for b in beaten)})")
     return out
 
 
-def sampler_health(diag: dict, valid: dict) -> list[str]:
+def sampler_health(diag: FitDiagnostics, valid: Validation) -> list[str]:
     """report.md's first lines: the full fit and the validation fits against the sampler targets
     (fit.RHAT_MAX, ESS_MIN; no divergence in the full fit, DIVERGENCE_RATE_MAX in a validation
     fit), and plainly which fit misses them: intervals from a sampler that diverges are not
     credible intervals."""
-    folds = [f["diagnostics"] for f in valid.get("folds", [])]
-    div = sum(d["divergences"] for d in folds)
-    steps = sum(d.get("transitions", 0) for d in folds)
-    full_ok = diag["divergences"] == 0 and diag["max_rhat"] <= RHAT_MAX and diag["min_ess"] >= ESS_MIN
+    folds = [f.diagnostics for f in valid.folds]
+    div = sum(d.divergences for d in folds)
+    steps = sum(d.transitions or 0 for d in folds)
+    full_ok = diag.divergences == 0 and diag.max_rhat <= RHAT_MAX and diag.min_ess >= ESS_MIN
     full = (
-        f"full fit {diag['divergences']} divergences, max R-hat {diag['max_rhat']:.3f}, "
-        f"min bulk ESS {diag['min_ess']:.0f}"
+        f"full fit {diag.divergences} divergences, max R-hat {diag.max_rhat:.3f}, "
+        f"min bulk ESS {diag.min_ess:.0f}"
     )
     lines = [
         f"Sampler health: {full} ({'meets' if full_ok else '**MISSES**'} 0 / <= {RHAT_MAX} / >= {ESS_MIN})"
     ]
     if folds:
-        rhat, ess = max(d["max_rhat"] for d in folds), min(d["min_ess"] for d in folds)
+        rhat, ess = max(d.max_rhat for d in folds), min(d.min_ess for d in folds)
         rate = div / steps if steps else float("nan")
         ok = rate <= DIVERGENCE_RATE_MAX and rhat <= RHAT_MAX and ess >= ESS_MIN
         lines.append(
@@ -122,86 +128,77 @@ def sampler_health(diag: dict, valid: dict) -> list[str]:
     return lines
 
 
-def targets(valid: dict) -> list[tuple[str, str, str, bool | None]]:
+def targets(valid: Validation) -> list[tuple[str, str, str, bool | None]]:
     """(target, measured, required, met) for the validation targets (docs/meta-model.md)."""
-    s, out = valid.get("scores", {}), []
+    s, out = valid.scores, []
     grid = s.get("levels:grid") or s.get("levels")
     if grid:
-        out.append(
-            (
-                "grid levels: Brier",
-                num(grid["meta_model"]["brier"]),
-                "<= 0.10",
-                grid["meta_model"]["brier"] <= 0.10,
-            )
-        )
-        a = grid["meta_model"]["auc"]
+        brier = grid.meta_model.brier
+        out.append(("grid levels: Brier", num(brier), "<= 0.10", brier <= 0.10))
+        a = grid.meta_model.auc
         out.append(("grid levels: AUC", num(a), ">= 0.90", a is not None and a >= 0.90))
-    if "levels:boundary" in s:
-        b = s["levels:boundary"]
-        gap = b["meta_model"]["brier"] - (b["floor"] or 0.0)
+    boundary = s.get("levels:boundary")
+    if boundary:
+        brier = boundary.meta_model.brier
+        gap = brier - (boundary.floor or 0.0)
         out.append(
-            (
-                "boundary levels: Brier − floor",
-                f"{b['meta_model']['brier']:.3f} − {num(b['floor'])}",
-                "<= 0.03",
-                gap <= 0.03,
-            )
+            ("boundary levels: Brier − floor", f"{brier:.3f} − {num(boundary.floor)}", "<= 0.03", gap <= 0.03)
         )
-    shown: list[dict] = []  # the grid levels are the held-out levels when no boundary level was added
+    shown: list[DesignScores] = []  # the grid levels are the held-out levels when no boundary level was added
     for kind in ("levels", "levels:grid", "levels:boundary"):  # calibrated at both ends
         if kind in s and s[kind] not in shown:
             shown.append(s[kind])
-            m = s[kind]["meta_model"]
-            ok = 0.85 <= m["pit_coverage90"] <= 0.95
-            width = f"{m['pit_coverage90']:.2f}{_cells(m['pit_coverage90'], s[kind].get('n_cells'))}"
-            width += f" (median 90% width {m['median_width90']:.2f})"
+            m = s[kind].meta_model
+            ok = 0.85 <= m.pit_coverage90 <= 0.95
+            width = f"{m.pit_coverage90:.2f}{_cells(m.pit_coverage90, s[kind].n_cells)}"
+            width += f" (median 90% width {m.median_width90:.2f})"
             out.append((f"held-out {kind}: PIT coverage 90%", width, "in [0.85, 0.95]", ok))
-    if "levels:boundary" in s:
-        w = s["levels:boundary"]["meta_model"]["median_width90"]
+    if boundary:
+        w = boundary.meta_model.median_width90
         out.append(("boundary levels: median 90% width", f"{w:.2f}", "<= 0.8", w <= 0.8))
     if "top" in s:
-        m, best = s["top"]["meta_model"]["brier"], min(s["top"][b]["brier"] for b in BASELINES)
+        top = s["top"]
+        m, best = top.meta_model.brier, min(top.methods[b].brier for b in BASELINES)
         out.append(
             ("top levels: Brier vs best baseline", f"{m:.3f} vs {best:.3f}", "below every baseline", m < best)
         )
     if "families" in s:
-        m, base = s["families"]["meta_model"]["brier"], s["families"]["base_rate"]["brier"]
+        m, base = s["families"].meta_model.brier, s["families"].methods["base_rate"].brier
         out.append(("held-out families: Brier vs base rate", f"{m:.3f} vs {base:.3f}", "below", m < base))
-    elif any(k.startswith("families") for k in valid.get("refused", {})):
-        reason = next(v for k, v in valid["refused"].items() if k.startswith("families"))
+    elif any(k.startswith("families") for k in valid.refused):
+        reason = next(v for k, v in valid.refused.items() if k.startswith("families"))
         out.append(("held-out families", f"refused: {reason}", "better than base rate, or refused", True))
     return out
 
 
-def _method_rows(kind: str, s: dict) -> list[str]:
+def _method_rows(kind: str, s: DesignScores) -> list[str]:
     rows = []
     for m in ("meta_model", *BASELINES):
-        r = s[m]
+        r = s.methods[m]
         cov = (
-            f"{r['pit_coverage50']:.2f} / {r['pit_coverage90']:.2f} | "
-            f"{r['median_width50']:.2f} / {r['median_width90']:.2f}"
-            if "pit_coverage50" in r
+            f"{r.pit_coverage50:.2f} / {r.pit_coverage90:.2f} | "
+            f"{r.median_width50:.2f} / {r.median_width90:.2f}"
+            if r.pit_coverage50 is not None
             else "| "
         )
         rows.append(
-            f"| {kind} | {m} | {r['brier']:.4f} | {r['log_loss']:.4f} | {num(r['auc'])} | "
-            f"{num(r['auc_within_mean'])} | {cov} |"
+            f"| {kind} | {m} | {r.brier:.4f} | {r.log_loss:.4f} | {num(r.auc)} | "
+            f"{num(r.auc_within_mean)} | {cov} |"
         )
     return rows
 
 
-def scorecard(valid: dict) -> list[str]:
+def scorecard(valid: Validation) -> list[str]:
     out = ["## Held-out validation", ""]
-    scores = valid.get("scores", {})
+    scores = valid.scores
     if not scores:
         return out + ["(no validation in this run)", ""]
-    st = valid.get("settings", {})
+    st = valid.settings
     out += [
-        f"Designs {', '.join(st.get('designs', ()))}; levels: {st.get('folds')} folds x fold seeds "
-        f"{st.get('seeds')} (seed 0, the development split on which model choices were made, is "
-        f"not quoted){' — THIS IS THE DEVELOPMENT SPLIT' if st.get('development') else ''}. NUTS "
-        f"fits of every fold: {valid.get('nuts_seconds', 0):.1f} s. A held-out level "
+        f"Designs {', '.join(st.designs)}; levels: {st.folds} folds x fold seeds "
+        f"{list(st.seeds)} (seed 0, the development split on which model choices were made, is "
+        f"not quoted){' — THIS IS THE DEVELOPMENT SPLIT' if st.development else ''}. NUTS "
+        f"fits of every fold: {valid.nuts_seconds or 0:.1f} s. A held-out level "
         "is predicted as a new level, a family as a new family, an architecture through the "
         "covariate regression. PIT: randomized PIT coverage of each held-out cell's success count "
         "(nominal when calibrated); widths: median width of the 50% / 90% intervals of P(success).",
@@ -211,14 +208,14 @@ def scorecard(valid: dict) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for words, s in distinct(scores).items():
-        out += _method_rows(f"{words} ({s['n_rows']} runs, {s['n_cells']} cells)", s)
+        out += _method_rows(f"{words} ({s.n_rows} runs, {s.n_cells} cells)", s)
     out += ["", "Brier decomposition of the meta-model (REL − RES + UNC) and the replicate floor:", ""]
     out += ["| split | Brier | reliability | resolution | uncertainty | floor |", "|---|---|---|---|---|---|"]
     for words, s in distinct(scores).items():
-        d = s["meta_model"]["decomposition"]
+        d = s.meta_model.decomposition
         out.append(
-            f"| {words} | {s['meta_model']['brier']:.4f} | {d['reliability']:.4f} | {d['resolution']:.4f} | "
-            f"{d['uncertainty']:.4f} | {num(s['floor'], '.4f')} |"
+            f"| {words} | {s.meta_model.brier:.4f} | {d.reliability:.4f} | {d.resolution:.4f} | "
+            f"{d.uncertainty:.4f} | {num(s.floor, '.4f')} |"
         )
     lost = losses(scores)
     out += [
@@ -235,7 +232,7 @@ def scorecard(valid: dict) -> list[str]:
         "that holds 0.90 cannot tell a miss of the band from chance (`python -m "
         "jaxcap.main.replicates` pools the cells of several data seeds).",
     ]
-    for name, why in valid.get("refused", {}).items():
+    for name, why in valid.refused.items():
         out.append(f"\nRefused fold `{name}`: {why}.")
     out += [
         "",
@@ -244,10 +241,10 @@ def scorecard(valid: dict) -> list[str]:
         "| fold | held cells | reference | max R-hat | min ESS | divergences |",
     ]
     out.append("|---|---|---|---|---|---|")
-    for f in valid.get("folds", []):
-        d = f["diagnostics"]
+    for f in valid.folds:
+        d = f.diagnostics
         out.append(
-            f"| {f['kind']} {f['name']} | {f['held_cells']} | {f['reference']} | {d['max_rhat']:.3f} | "
-            f"{d['min_ess']:.0f} | {d['divergences']} |"
+            f"| {f.kind} {f.name} | {f.held_cells} | {f.reference} | {d.max_rhat:.3f} | "
+            f"{d.min_ess:.0f} | {d.divergences} |"
         )
     return out + [""]

@@ -14,6 +14,7 @@ from jaxcap.meta.anchor import anchor_line
 from jaxcap.meta.model import boundary_bits
 from jaxcap.meta.posterior import Posterior, summarize
 from jaxcap.meta.scorecard import BASELINES, METHODS, distinct, losses, num, sampler_health, scorecard
+from jaxcap.meta.validation import Validation
 
 
 def posterior_tables(posterior: Posterior) -> dict:
@@ -59,7 +60,7 @@ def _ci(s: dict, fmt: str = ".3g") -> str:
     return f"{s['median']:{fmt}} [{s['lo90']:{fmt}}, {s['hi90']:{fmt}}]"
 
 
-def headline(posterior: Posterior, valid: dict) -> str:
+def headline(posterior: Posterior, valid: Validation) -> str:
     """The answer in a few lines (printed at the end of a calibrate run)."""
     t, meta = posterior_tables(posterior), posterior.meta
     ref = meta.families[meta.reference]
@@ -72,16 +73,16 @@ def headline(posterior: Posterior, valid: dict) -> str:
         f"  boundary b* {b['family']} ({b['arch'].split(':')[0]}): {_ci(b['bits'])} bits"
         for b in t["boundaries"]
     ]
-    for words, sc in distinct(valid.get("scores", {})).items():
-        m = sc["meta_model"]
-        others = ", ".join(f"{METHODS[k]} {sc[k]['brier']:.3f}" for k in BASELINES)
+    for words, sc in distinct(valid.scores).items():
+        m = sc.meta_model
+        others = ", ".join(f"{METHODS[k]} {sc.methods[k].brier:.3f}" for k in BASELINES)
         lines.append(
-            f"{words}: Brier {m['brier']:.3f} (baselines: {others}), AUC {num(m['auc'])}, "
-            f"PIT coverage 90% {m['pit_coverage90']:.2f} (median width {m['median_width90']:.2f}), "
-            f"floor {num(sc['floor'])} ({sc['n_rows']} runs)"
+            f"{words}: Brier {m.brier:.3f} (baselines: {others}), AUC {num(m.auc)}, "
+            f"PIT coverage 90% {m.pit_coverage90:.2f} (median width {m.median_width90:.2f}), "
+            f"floor {num(sc.floor)} ({sc.n_rows} runs)"
         )
-    lines += [f"refused {k}: {v}" for k, v in valid.get("refused", {}).items()]
-    lost = losses(valid.get("scores", {}))
+    lines += [f"refused {k}: {v}" for k, v in valid.refused.items()]
+    lost = losses(valid.scores)
     if lost:  # one line per design, not one per design and baseline
         lines.append(
             "WHERE THE META-MODEL LOSES to a baseline (its score vs the best baseline's; lower wins):"
@@ -113,7 +114,7 @@ def monotone_md(checks: list[dict]) -> list[str]:
     return out + [""]
 
 
-def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict] = ()) -> str:
+def markdown(posterior: Posterior, valid: Validation, figures: list, checks: list[dict] = ()) -> str:
     """report.md: the model, the scale, NUTS diagnostics, the tables, validation, the figures."""
     t, meta = posterior_tables(posterior), posterior.meta
     ref = meta.families[meta.reference]
@@ -121,7 +122,7 @@ def markdown(posterior: Posterior, valid: dict, figures: list, checks: list[dict
     lines = [
         "# Capacity meta-model",
         "",
-        *sampler_health(diag.to_json(), valid),
+        *sampler_health(diag, valid),
         "",
         f"{meta.n_rows} runs: {len(meta.arch_labels)} architecture(s) x "
         f"{len(meta.families)} families "

@@ -6,6 +6,7 @@ leave one architecture out (>= 3 architectures). Every fitted fold refits the me
 the baselines (jaxcap/meta/logistic_baselines.py) on the rest; the meta-model's folds run one after
 another through one compiled sampler (jaxcap/meta/fit.py: the data are its arguments).
 
+The result is a `Validation` record (jaxcap/meta/validation.py), written as validation.json.
 Details: docs/design/meta-model.md#validation-designs.
 """
 
@@ -16,7 +17,6 @@ import time
 
 import numpy as np
 
-from jaxcap.fields import Bool, Choice, Int, TupleOf, setting
 from jaxcap.meta import logistic_baselines as meta_baselines
 from jaxcap.meta import splits as meta_splits
 from jaxcap.meta.cells import cell_data, cells, reference_of, stack_folds
@@ -24,40 +24,17 @@ from jaxcap.meta.data import Table
 from jaxcap.meta.fit import NutsSettings, diagnose, flatten, fold_draws, run_nuts
 from jaxcap.meta.model import success_probability
 from jaxcap.meta.scores import cell_record, scores
+from jaxcap.meta.validation import FoldResult, HeldoutCell, HeldoutRow, Validation, ValidationSettings
 
 BASELINES = ("base_rate", "family_intercepts", "pooled_logistic", "per_family_logistic")
 METHODS = ("meta_model", *BASELINES)
-DESIGNS = ("levels", "top", "families", "archs")
 
 
-@dataclasses.dataclass(frozen=True)
-class ValidationSettings:
-    """config.calibrate.validation: each `setting` is a field's default and its config rule."""
-
-    folds: int = setting(4, Int(0, 100))  # K of the levels design; 0 = no levels design
-    # fold seeds of the levels design (0 is development: meta_splits.DEV_SEED); one by default:
-    # replicates come from independent data seeds (python -m jaxcap.main.replicates)
-    seeds: tuple[int, ...] = setting((1,), TupleOf(Int(1)))
-    designs: tuple[str, ...] = setting(DESIGNS, TupleOf(Choice(DESIGNS)))
-    development: bool = setting(False, Bool())  # score the development split (fold seed 0) only
-
-    def __post_init__(self):
-        if not self.development and meta_splits.DEV_SEED in self.seeds:
-            raise ValueError(
-                f"validation.seeds: got {self.seeds}; allowed: seeds other than the development "
-                f"seed {meta_splits.DEV_SEED} (set validation.development to score it)"
-            )
-        unknown = set(self.designs) - set(DESIGNS)
-        if unknown:
-            raise ValueError(f"validation.designs: got {sorted(unknown)}; allowed: {', '.join(DESIGNS)}")
-
-    @property
-    def fold_seeds(self) -> tuple[int, ...]:
-        return (meta_splits.DEV_SEED,) if self.development else self.seeds
-
-
-def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.random.Generator):
-    """Held-out rows (meta-model and baselines) and cells (with PIT and intervals) of a fold."""
+def predict_fold(
+    table: Table, fold: meta_splits.Fold, draws: dict, rng: np.random.Generator
+) -> tuple[list[HeldoutRow], list[HeldoutCell], dict[str, list[int]]]:
+    """Held-out rows (meta-model and baselines) and cells (with PIT and intervals) of a fold, and
+    the architectures and families new to it."""
     keys, _, _ = cells(table)
     held_keys = {tuple(int(v) for v in k) for k in keys[fold.held]}
     new_families = meta_splits.held_families(table, fold.held)
@@ -80,38 +57,33 @@ def predict_fold(table: Table, fold: meta_splits.Fold, draws: dict, rng: np.rand
             p_cell[key] = success_probability(draws, log_b, rng, **where)[:, 0]
             p_typical[key] = success_probability(draws, log_b, rng, **where, marginal=True)[:, 0]
         rows.append(
-            {
-                **dict(zip(("arch", "family", "level"), key)),
-                "y": int(r.success),
-                "fold": f"{fold.kind} {fold.name}",
-                "design": table.levels[r.level].design or "grid",
-                "meta_model": float(p_cell[key].mean()),
-                **{m: float(base[m][i]) for m in BASELINES},
-            }
+            HeldoutRow(
+                *key,
+                y=int(r.success),
+                fold=f"{fold.kind} {fold.name}",
+                design=table.levels[r.level].design or "grid",
+                p={"meta_model": float(p_cell[key].mean()), **{m: float(base[m][i]) for m in BASELINES}},
+            )
         )
     out_cells = []
     for key, p in p_cell.items():
-        ys = [o["y"] for o in rows if (o["arch"], o["family"], o["level"]) == key]
+        ys = [o.y for o in rows if (o.arch, o.family, o.level) == key]
         rec = cell_record(key, p, len(ys), sum(ys), rng, p_typical[key], draws.get("rho"))
         design = table.levels[key[2]].design or "grid"
-        out_cells.append({**rec, "fold": f"{fold.kind} {fold.name}", "design": design})
+        out_cells.append(dataclasses.replace(rec, fold=f"{fold.kind} {fold.name}", design=design))
     return rows, out_cells, {"new_archs": sorted(new_archs), "new_families": sorted(new_families)}
 
 
-def validate(table: Table, nuts: NutsSettings, settings: ValidationSettings, reference: str = "") -> dict:
+def validate(
+    table: Table, nuts: NutsSettings, settings: ValidationSettings, reference: str = ""
+) -> Validation:
     """Every fold of every design; the fitted ones in one NUTS run; scores per design."""
     start, rng = time.time(), np.random.default_rng(0)
     folds = meta_splits.make_folds(table, settings.folds, settings.fold_seeds, settings.designs)
     fitted = [f for f in folds if not f.refused]
-    result = {
-        "settings": dataclasses.asdict(settings),
-        "predictions": [],
-        "folds": [],
-        "scores": {},
-        "refused": {f"{f.kind} {f.name}": f.refused for f in folds if f.refused},
-    }
+    refused = {f"{f.kind} {f.name}": f.refused for f in folds if f.refused}
     if not fitted:
-        return {**result, "seconds": time.time() - start}
+        return Validation(settings, refused=refused, seconds=time.time() - start)
     parts = [
         cell_data(
             table, reference_of(table, reference, meta_splits.held_families(table, f.held)), held=f.held
@@ -120,35 +92,34 @@ def validate(table: Table, nuts: NutsSettings, settings: ValidationSettings, ref
     ]
     data, obs = stack_folds(parts)
     run = run_nuts(data, obs, nuts)
-    result["nuts_seconds"] = run.seconds
-    by_kind: dict[str, tuple[list, list]] = {}
+    predictions, results, by_kind = [], [], {}
     for k, fold in enumerate(fitted):
         mine = fold_draws(run.draws, k)
         rows, fold_cells, new = predict_fold(table, fold, flatten(mine), rng)
         by_kind.setdefault(fold.kind, ([], []))
         by_kind[fold.kind][0].extend(rows)
         by_kind[fold.kind][1].extend(fold_cells)
-        result["predictions"] += rows
-        diag = diagnose(mine, run.diverging[:, :, k])
-        result["folds"].append(
-            {
-                "kind": fold.kind,
-                "name": fold.name,
-                "seed": fold.seed,
-                "held_cells": int(fold.held.sum()),
-                "reference": table.families[int(data["reference"][k])],
+        predictions += rows
+        reference_name = table.families[int(data["reference"][k])]
+        results.append(
+            FoldResult(
+                kind=fold.kind,
+                name=fold.name,
+                seed=fold.seed,
+                held_cells=int(fold.held.sum()),
+                reference=reference_name,
                 **new,
-                "diagnostics": {**diag, "mean_steps": float(run.steps[:, :, k].mean())},
-                "cells": fold_cells,
-            }
+                diagnostics=diagnose(mine, run.diverging[:, :, k], run.steps[:, :, k]),
+                cells=fold_cells,
+            )
         )
+    scored = {}
     for kind, (rows, kind_cells) in by_kind.items():
-        result["scores"][kind] = scores(rows, kind_cells, METHODS)
+        scored[kind] = scores(rows, kind_cells, METHODS)
         if kind == "levels":
             for design in ("grid", "boundary"):
-                sub = [r for r in rows if r["design"] == design]
-                sub_cells = [c for c in kind_cells if c["design"] == design]
+                sub = [r for r in rows if r.design == design]
+                sub_cells = [c for c in kind_cells if c.design == design]
                 if sub:
-                    result["scores"][f"levels:{design}"] = scores(sub, sub_cells, METHODS)
-    result["seconds"] = time.time() - start
-    return result
+                    scored[f"levels:{design}"] = scores(sub, sub_cells, METHODS)
+    return Validation(settings, predictions, results, scored, refused, run.seconds, time.time() - start)

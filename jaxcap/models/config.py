@@ -8,7 +8,8 @@ traced `HParams`, never fields here.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import jax.numpy as jnp
 
@@ -46,6 +47,21 @@ class ModelConfig:
     `n_kv_heads` (grouped/multi-query attention) and `mlp` (False: attention-only blocks) in
     transformer.py.
     """
+
+    # Which fields name an architecture, declared once. The task sets these (a language model
+    # must be causal whatever its architecture), so they are not part of it:
+    TASK_FIELDS: ClassVar[tuple[str, ...]] = (
+        "vocab_size",
+        "seq_len",
+        "n_outputs",
+        "input_dim",
+        "readout",
+        "attention",
+    )
+    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("n_layers", "d_model", "n_heads", "d_head", "d_ff")
+    # the same architecture across experiments whose recipes (positions, embedding init) and
+    # task sizes differ (the capacity anchor of the meta-model's scale): its shape and numerics
+    CORE_FIELDS: ClassVar[tuple[str, ...]] = (*SHAPE_FIELDS, "param_dtype", "compute_dtype", "qat_bits")
 
     vocab_size: int
     seq_len: int
@@ -114,6 +130,18 @@ class ModelConfig:
             input_dim=spec.input_dim,
             **fields,
         )
+
+    def arch_fields(self) -> dict[str, Any]:
+        """The architecture: every field the task does not set, by name, JSON-normal (what the
+        meta-model's table records as an architecture)."""
+        return ModelConfig.arch_of(dataclasses.asdict(self))
+
+    @staticmethod
+    def arch_of(model: Mapping[str, Any]) -> dict[str, Any]:
+        """`arch_fields` of a recorded model (a results row's): a switch added after the row was
+        written takes its default (off), so an older and a newer run of one model are one architecture."""
+        defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.name in MODEL_FIELDS}
+        return {k: v for k, v in sorted((defaults | dict(model)).items()) if k not in ModelConfig.TASK_FIELDS}
 
     @property
     def param_jnp_dtype(self) -> Any:

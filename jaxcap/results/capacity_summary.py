@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jaxcap.models.config import ModelConfig
+
 Json = dict[str, Any]
 
 
@@ -90,7 +92,7 @@ class Flatness:
         return {"flat": self.flat, "gain": self.gain, "from": self.start, "to": self.to, "tol": self.tol}
 
 
-MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "seq_len")  # copied to the top
+MODEL_FIELDS = (*ModelConfig.SHAPE_FIELDS, "seq_len")  # copied to the top
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,8 @@ from jaxcap.meta import difficulty, fit, validate
 from jaxcap.meta.data import Table
 from jaxcap.meta.model import saturate
 from jaxcap.meta.posterior import summarize
+from jaxcap.meta.records import FitDiagnostics
+from jaxcap.meta.validation import HeldoutRow, ValidationSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,27 +55,27 @@ DIAGNOSTICS = ("max_rhat", "min_ess", "divergences", "transitions", "mean_steps"
 METHODS = ("meta_model", "base_rate")
 
 
-def family_briers(predictions: list[dict], families: list[str]) -> dict[str, dict]:
+def family_briers(predictions: list[HeldoutRow], families: list[str]) -> dict[str, dict]:
     """Brier of the meta-model and the base rate over each held-out family's runs."""
     out = {}
     for f, name in enumerate(families):
-        rows = [p for p in predictions if p["family"] == f]
+        rows = [p for p in predictions if p.family == f]
         if rows:
-            y = np.array([r["y"] for r in rows], np.float64)
-            briers = {m: float(np.mean((np.array([r[m] for r in rows]) - y) ** 2)) for m in METHODS}
+            y = np.array([r.y for r in rows], np.float64)
+            briers = {m: float(np.mean((np.array([r.p[m] for r in rows]) - y) ** 2)) for m in METHODS}
             out[name] = {"rows": len(rows), **briers}
     return out
 
 
-def worst(diagnostics: list[dict]) -> dict:
+def worst(diagnostics: list[FitDiagnostics]) -> dict:
     """The worst of several fits' diagnostics: max R-hat, min ESS, total divergences."""
     if not diagnostics:
         return {}
     return {
-        "max_rhat": max(d["max_rhat"] for d in diagnostics),
-        "min_ess": min(d["min_ess"] for d in diagnostics),
-        "divergences": sum(d["divergences"] for d in diagnostics),
-        "transitions": sum(d["transitions"] for d in diagnostics),
+        "max_rhat": max(d.max_rhat for d in diagnostics),
+        "min_ess": min(d.min_ess for d in diagnostics),
+        "divergences": sum(d.divergences for d in diagnostics),
+        "transitions": sum(d.transitions for d in diagnostics),
         "fits": len(diagnostics),
     }
 
@@ -88,11 +90,11 @@ def score_measure(t: Table, name: str, nuts: fit.NutsSettings, reference: str = 
     d = posterior.draws
     sigma = d["sigma_log_theta"]
     start = time.time()
-    settings = validate.ValidationSettings(folds=0, designs=("families",))
+    settings = ValidationSettings(folds=0, designs=("families",))
     valid = validate.validate(t, nuts, settings, reference)
     lofo_seconds = time.time() - start
-    per_family = family_briers(valid["predictions"], t.families)
-    pooled = valid["scores"].get("families", {})
+    per_family = family_briers(valid.predictions, t.families)
+    pooled = valid.scores.get("families")
     checks = difficulty.family_checks(t)
     return MeasureScore(
         measure=name,
@@ -107,14 +109,14 @@ def score_measure(t: Table, name: str, nuts: fit.NutsSettings, reference: str = 
         lofo_mean={m: float(np.mean([v[m] for v in per_family.values()])) for m in METHODS}
         if per_family
         else {},
-        lofo_pooled={m: pooled[m]["brier"] for m in METHODS} if pooled else {},
-        lofo_diagnostics=worst([f["diagnostics"] for f in valid["folds"]]),
+        lofo_pooled={m: pooled.methods[m].brier for m in METHODS} if pooled else {},
+        lofo_diagnostics=worst([f.diagnostics for f in valid.folds]),
         lofo_folds={
-            f["name"]: {k: f["diagnostics"][k] for k in ("divergences", "max_rhat", "min_ess")}
-            for f in valid["folds"]
+            f.name: {k: getattr(f.diagnostics, k) for k in ("divergences", "max_rhat", "min_ess")}
+            for f in valid.folds
         },
         lofo_seconds=lofo_seconds,
-        refused=valid["refused"],
+        refused=valid.refused,
         monotone=[
             {
                 "family": c["family"],

@@ -180,7 +180,10 @@ def score_table(table: Table, folds: dict, k: int, seed: int = 0, repeat: int = 
         families[fold["family"]] = score_family(
             pool, fold["posterior"], float(np.mean(others)), k, seed, repeat
         )
-        families[fold["family"]] |= {"reference": fold["reference"], "diagnostics": fold["diagnostics"]}
+        families[fold["family"]] |= {
+            "reference": fold["reference"],
+            "diagnostics": fold["diagnostics"].to_json(),
+        }
     means = {"mean": _means(families, k, "brier"), "mean_common": _means(families, k, "common")}
     return {"k": k, "seed": seed, "repeat": repeat, "families": families, **means} | {
         "nuts_seconds": folds["nuts_seconds"],

@@ -25,7 +25,7 @@ from jaxcap.meta.cells import cell_data, reference_of, stack_folds
 from jaxcap.meta.data import Table
 from jaxcap.meta.fit import NutsSettings, diagnose, flatten, fold_draws, run_nuts
 from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 
 MIN_TABLE_FAMILIES = meta_splits.MIN_FAMILIES + 1  # a fold keeps MIN_FAMILIES
 PRIOR_NUTS = NutsSettings(warmup=500, samples=1000, chains=4)  # a new family's prior needs no more
@@ -103,8 +103,8 @@ def family_folds(
         flat = flatten(mine)
         kept = [f for f in range(len(table.families)) if f not in held[k]]
         flat["sigma_level"] = flat["sigma_level"][:, kept]  # the held family's is its prior
-        diag = diagnose(mine, diverging[:, :, k])
-        diag.pop("rhat"), diag.pop("ess")  # per site: long; the worst of each is kept
+        # per site: long; the worst of each is kept
+        diag = dataclasses.replace(diagnose(mine, diverging[:, :, k]), rhat=None, ess=None)
         out.append(
             {
                 "family": fold.name,

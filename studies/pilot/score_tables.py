@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxcap.meta.records import FitDiagnostics
 from jaxcap.meta.replicate_tables import spread
 from studies.pilot.holdout import METHODS, PILOTS
 
@@ -121,9 +122,9 @@ def markdown(results: list[dict], labels: list[str]) -> list[str]:
     ]
     for label, res in zip(labels, results):
         for name, fam in res["families"].items():
-            d = fam["diagnostics"]
+            d = FitDiagnostics.from_json(fam["diagnostics"])
             out.append(
-                f"| {label} | {name} | {fam['reference']} | {d['divergences']} / {d['transitions']} "
-                f"| {d['max_rhat']:.3f} | {d['min_ess']:.0f} |"
+                f"| {label} | {name} | {fam['reference']} | {d.divergences} / {d.transitions} "
+                f"| {d.max_rhat:.3f} | {d.min_ess:.0f} |"
             )
     return out

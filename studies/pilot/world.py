@@ -24,7 +24,7 @@ from scipy.special import expit
 from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot.fit import Particles, weighted_quantile
 from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 from studies.pilot.sequence import LEVEL_SEEDS
 
 PRIOR_MASS = 0.99  # the candidates span this central mass of the prior b* (by default)

@@ -12,6 +12,8 @@ from helpers import ENV, ROOT
 
 from jaxcap.meta import data as meta_data
 from jaxcap.meta import posterior as meta_posterior
+from jaxcap.meta.validation import Validation
+from jaxcap.results.store import clean
 
 pytestmark = pytest.mark.slow  # end-to-end launches and multi-process runs: the full tier
 
@@ -59,10 +61,12 @@ def test_smoke_end_to_end_then_resumed(tmp_path):
     assert len(table.rows) == 2 * len(table.levels)  # real members.jsonl rows, 2 seeds a level
     posterior = meta_posterior.load_posterior(tmp_path)
     assert posterior.meta.families[posterior.meta.reference] == "random_labels"
-    valid = json.loads((tmp_path / "validation.json").read_text())
-    assert {"levels", "top"} <= set(valid["scores"]) and valid["settings"]["seeds"] == [1]
+    text = (tmp_path / "validation.json").read_text()
+    valid = Validation.from_json(json.loads(text))
+    assert json.dumps(clean(valid.to_json())) + "\n" == text  # it writes back byte for byte
+    assert {"levels", "top"} <= set(valid.scores) and valid.settings.seeds == (1,)
     # 2 families, 1 architecture: leave-one-out of either is refused, with the reason
-    assert set(valid["refused"]) == {"families modulo", "families random_labels", "archs all"}
+    assert set(valid.refused) == {"families modulo", "families random_labels", "archs all"}
     report = (tmp_path / "report" / "report.md").read_text()
     assert "memorization-equivalent bits" in report and "| levels" in report
     assert "Where the meta-model loses to a baseline" in report and "is success monotone" in report

@@ -23,7 +23,7 @@ from jaxcap.experiments.enhance.variants import combinations, combine, with_comb
 from jaxcap.fields import ConfigError
 from jaxcap.meta.data import arch_fields, build_table, save_table
 from jaxcap.meta.posterior import Posterior, summarize
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 from jaxcap.models import ModelConfig
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store

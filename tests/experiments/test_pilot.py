@@ -15,7 +15,7 @@ from jaxcap.fields import ConfigError
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.model import ARCH_COVARIATES
 from jaxcap.meta.pilot.fit import fit_family, prior_particles
-from jaxcap.meta.posterior_meta import LevelInfo, PosteriorMeta
+from jaxcap.meta.records import LevelInfo, PosteriorMeta
 
 SMOKE = ["--config", "configs/pilot.py:smoke"]
 # dies like SIGKILL right after the first round's line reached pilot.jsonl

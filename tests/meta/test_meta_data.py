@@ -14,7 +14,7 @@ from jaxcap.meta import data as meta_data
 from jaxcap.meta import design as meta_design
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta.model import PRIOR
-from jaxcap.meta.posterior_meta import LevelInfo
+from jaxcap.meta.records import LevelInfo
 from jaxcap.results.records import MemberRow
 
 

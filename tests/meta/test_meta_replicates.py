@@ -8,18 +8,22 @@ import pytest
 
 from jaxcap.main import replicates
 from jaxcap.meta import replicate_tables
+from jaxcap.meta.validation import Validation
 
 
 def _valid(brier: float, with_families: bool) -> dict:
-    scores = {"levels": {"meta_model": {"brier": brier, "auc": 0.9, "pit_coverage90": 0.9}}}
-    scores["levels"]["base_rate"] = {"brier": 0.25, "auc": None}
+    """validation.json's scores part, of the meta-model and the base rate only."""
+    meta = {"brier": brier, "log_loss": 3 * brier, "auc": 0.9, "pit_coverage90": 0.9}
+    levels = {"meta_model": meta, "base_rate": {"brier": 0.25, "log_loss": 0.7, "auc": None}}
+    scores = {"levels": levels}
     if with_families:
-        scores["families"] = {"meta_model": {"brier": 2 * brier}}
+        scores["families"] = {"meta_model": {"brier": 2 * brier, "log_loss": 0.5}}
     return {"scores": scores}
 
 
 def test_mean_and_range_over_runs():
-    table = replicate_tables.replicate_table([_valid(0.05, True), _valid(0.09, False), _valid(0.07, True)])
+    runs = [Validation.from_json(_valid(b, fam)) for b, fam in ((0.05, True), (0.09, False), (0.07, True))]
+    table = replicate_tables.replicate_table(runs)
     b = table["levels"]["meta_model"]["brier"]
     assert b == pytest.approx({"mean": 0.07, "min": 0.05, "max": 0.09, "runs": 3})
     assert table["families"]["meta_model"]["brier"]["runs"] == 2  # refused in one run: not a zero
@@ -44,16 +48,16 @@ def test_cli_reads_workdirs_and_refuses_a_missing_one(tmp_path, capsys):
 def test_coverage_pooled_over_runs_with_an_interval():
     """9/10 and 10/20 covered cells pool to 19/30: its Jeffreys interval excludes 0.90; one run's
     4/4 alone cannot (a run without n_cells counts nothing)."""
-    runs = [
-        {"scores": {"levels": {"n_cells": 10, "meta_model": {"pit_coverage90": 0.9}}}},
-        {"scores": {"levels": {"n_cells": 20, "meta_model": {"pit_coverage90": 0.5}}}},
-        {"scores": {"levels": {"meta_model": {"pit_coverage90": 1.0}}}},
-    ]
+
+    def run(coverage, **cells):
+        meta = {"brier": 0.1, "log_loss": 0.3, "pit_coverage90": coverage}
+        return Validation.from_json({"scores": {"levels": {**cells, "meta_model": meta}}})
+
+    runs = [run(0.9, n_cells=10), run(0.5, n_cells=20), run(1.0)]
     c = replicate_tables.pooled_coverage(runs)["levels"]
     assert (c["covered"], c["cells"]) == (19, 30) and c["rate"] == pytest.approx(19 / 30)
     assert c["lo"] < 19 / 30 < c["hi"] < 0.9
     lines = replicate_tables.pooled_markdown({"levels": c})
     assert any("| levels | 30 | 19 | 0.63 [" in x and x.endswith("| no |") for x in lines)
-    one = {"scores": {"b": {"n_cells": 4, "meta_model": {"pit_coverage90": 1.0}}}}
-    small = replicate_tables.pooled_coverage([one])["b"]
+    small = replicate_tables.pooled_coverage([run(1.0, n_cells=4)])["levels"]
     assert small["lo"] < 0.9 < small["hi"]

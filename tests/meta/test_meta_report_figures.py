@@ -6,20 +6,27 @@ import matplotlib.figure
 import pytest
 
 from jaxcap.meta import report, scorecard
+from jaxcap.meta.records import FitDiagnostics
+from jaxcap.meta.validation import DesignScores, FoldResult, HeldoutCell, Validation
 
-BINS = [{"predicted": 0.2, "observed": 0.0}, {"predicted": 0.8, "observed": 1.0}]
+BINS = [  # two of ten probability bins, 3 runs each
+    {"lo": 0.2, "hi": 0.3, "n": 3, "predicted": 0.2, "observed": 0.0},
+    {"lo": 0.8, "hi": 0.9, "n": 3, "predicted": 0.8, "observed": 1.0},
+]
 
 
-def _scores(meta_brier: float) -> dict:
+def _scores(meta_brier: float) -> DesignScores:
     def method(brier):
         return {"brier": brier, "log_loss": 3 * brier, "reliability": BINS}
 
-    return {
-        "meta_model": method(meta_brier),
-        **{b: method(0.01) for b in scorecard.BASELINES},
-        "n_rows": 12,
-        "n_cells": 6,
-    }
+    return DesignScores.from_json(
+        {
+            "meta_model": method(meta_brier),
+            **{b: method(0.01) for b in scorecard.BASELINES},
+            "n_rows": 12,
+            "n_cells": 6,
+        }
+    )
 
 
 @pytest.fixture
@@ -35,7 +42,7 @@ def drawn(monkeypatch):
 
 def test_repeated_designs_are_shown_once_and_losses_are_one_line_each():
     levels = _scores(0.03)
-    scores = {"levels": levels, "levels:grid": dict(levels), "top": _scores(0.02)}
+    scores = {"levels": levels, "levels:grid": _scores(0.03), "top": _scores(0.02)}
     assert list(scorecard.distinct(scores)) == ["held-out levels (= grid levels)", "held-out top levels"]
     lost = scorecard.losses(scores)
     assert len(lost) == 2  # was one line per design and baseline: 12 at smoke size
@@ -48,7 +55,7 @@ def test_repeated_designs_are_shown_once_and_losses_are_one_line_each():
 
 def test_calibration_has_one_panel_per_distinct_design_in_words(tmp_path, drawn):
     levels = _scores(0.03)
-    valid = {"scores": {"levels": levels, "levels:grid": dict(levels), "top": _scores(0.02)}}
+    valid = Validation(scores={"levels": levels, "levels:grid": _scores(0.03), "top": _scores(0.02)})
     report.plot_calibration(tmp_path / "calibration.png", valid)
     titles = [ax.get_title() for ax in drawn[0].axes]
     assert titles == ["held-out levels (= grid levels)", "held-out top levels"]
@@ -57,11 +64,15 @@ def test_calibration_has_one_panel_per_distinct_design_in_words(tmp_path, drawn)
 
 
 def test_heldout_draws_a_cell_with_no_success_at_zero(tmp_path, drawn):
-    cells = [
-        {"p_mean": 0.1, "p_lo90": 0.0, "p_hi90": 0.3, "successes": 0, "trials": 2},
-        {"p_mean": 0.9, "p_lo90": 0.7, "p_hi90": 1.0, "successes": 2, "trials": 2},
+    def cell(p, lo, hi, successes):  # a held-out cell of 2 runs with its 90% interval (and a 50% one)
+        return HeldoutCell(0, 0, 0, 2, successes, p, 0.5, p, p, True, lo, hi, True)
+
+    cells = [cell(0.1, 0.0, 0.3, 0), cell(0.9, 0.7, 1.0, 2)]
+    folds = [
+        FoldResult(kind, "fold 0", 1, 2, "a", [], [], FitDiagnostics(1.0, 800, 0), cells)
+        for kind in ("levels", "top")
     ]
-    valid = {"folds": [{"kind": "levels", "cells": cells}, {"kind": "top", "cells": cells}]}
+    valid = Validation(folds=folds)
     report.plot_heldout(tmp_path / "heldout.png", valid)
     ax = drawn[0].axes[0]
     ys = sorted({float(y) for c in ax.containers for y in c[0].get_ydata()})

@@ -15,6 +15,7 @@ from jaxcap.meta import scores as meta_scores
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta import splits as meta_splits
 from jaxcap.meta import validate as meta_validate
+from jaxcap.meta.validation import ValidationSettings
 
 
 def test_logistic_fit_is_the_penalised_maximum_likelihood():
@@ -65,8 +66,8 @@ def test_reliability_bins_partition_the_predictions():
     p = np.array([0.05, 0.15, 0.12, 0.95, 1.0])
     y = np.array([0, 1, 0, 1, 1])
     bins = meta_scores.reliability(y, p)
-    assert sum(b["n"] for b in bins) == 5 and bins[-1]["lo"] == 0.9 and bins[-1]["n"] == 2
-    assert bins[1]["observed"] == 0.5 and abs(bins[1]["predicted"] - 0.135) < 1e-12
+    assert sum(b.n for b in bins) == 5 and bins[-1].lo == 0.9 and bins[-1].n == 2
+    assert bins[1].observed == 0.5 and abs(bins[1].predicted - 0.135) < 1e-12
 
 
 def test_brier_decomposition_is_exact_and_the_floor_is_unbiased():
@@ -76,7 +77,7 @@ def test_brier_decomposition_is_exact_and_the_floor_is_unbiased():
     y = (rng.random(200) < p).astype(float)
     d = meta_scores.decomposition(y, p, group)
     brier = np.mean((p - y) ** 2)
-    assert abs(d["reliability"] - d["resolution"] + d["uncertainty"] - brier) < 1e-12
+    assert abs(d.reliability - d.resolution + d.uncertainty - brier) < 1e-12
     # the floor estimates E[p (1 - p)]: average over many replicate draws of the same cells
     q = rng.random(50)
     floors = [
@@ -89,16 +90,16 @@ def test_brier_decomposition_is_exact_and_the_floor_is_unbiased():
 def test_cell_pit_coverage():
     rng = np.random.default_rng(0)
     wrong = meta_scores.cell_record((0, 0, 0), np.full(400, 0.001), 4, 4, rng)
-    assert not wrong["pit_covered90"] and wrong["pit"] > 0.99
+    assert not wrong.pit_covered90 and wrong.pit > 0.99
     sure = meta_scores.cell_record((0, 0, 0), np.full(400, 0.999), 4, 4, rng)
-    assert sure["p_lo90"] == sure["p_hi90"] == pytest.approx(0.999)
+    assert sure.p_lo90 == sure.p_hi90 == pytest.approx(0.999)
     # calibrated forecasts: PIT uniform, so central-interval coverage is nominal on average
     recs = [
         meta_scores.cell_record((0, 0, 0), np.full(200, q), 3, rng.binomial(3, q), rng)
         for q in rng.random(400)
     ]
-    assert abs(np.mean([r["pit_covered50"] for r in recs]) - 0.5) < 0.08
-    assert abs(np.mean([r["pit_covered90"] for r in recs]) - 0.9) < 0.05
+    assert abs(np.mean([r.pit_covered50 for r in recs]) - 0.5) < 0.08
+    assert abs(np.mean([r.pit_covered90 for r in recs]) - 0.9) < 0.05
 
 
 def _table(seed=0, n_families=4):
@@ -141,10 +142,10 @@ def test_top_levels_are_the_hardest_and_family_and_arch_folds_need_enough():
 
 def test_the_development_seed_is_never_quoted():
     with pytest.raises(ValueError, match="development"):
-        meta_validate.ValidationSettings(seeds=(0, 1))
-    assert meta_validate.ValidationSettings(development=True).fold_seeds == (meta_splits.DEV_SEED,)
+        ValidationSettings(seeds=(0, 1))
+    assert ValidationSettings(development=True).fold_seeds == (meta_splits.DEV_SEED,)
     with pytest.raises(ValueError, match="designs"):
-        meta_validate.ValidationSettings(designs=("levels", "random"))
+        ValidationSettings(designs=("levels", "random"))
 
 
 def test_cell_pit_scores_correlated_seeds_with_their_correlation():
@@ -159,6 +160,6 @@ def test_cell_pit_scores_correlated_seeds_with_their_correlation():
         p = np.full(100, q)
         beta_binomial.append(meta_scores.cell_record((0, 0, 0), p, n, k, rng, rho=np.full(100, rho)))
         binomial.append(meta_scores.cell_record((0, 0, 0), p, n, k, rng))
-    assert abs(np.mean([r["pit_covered90"] for r in beta_binomial]) - 0.9) < 0.04
-    assert np.mean([r["pit_covered90"] for r in binomial]) < 0.75
+    assert abs(np.mean([r.pit_covered90 for r in beta_binomial]) - 0.9) < 0.04
+    assert np.mean([r.pit_covered90 for r in binomial]) < 0.75
     np.testing.assert_allclose(metamodel.count_cdf(n, n, np.full(3, 0.3), np.full(3, rho)), 1.0)

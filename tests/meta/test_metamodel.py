@@ -27,6 +27,8 @@ from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta import simulate as meta_simulate
 from jaxcap.meta import validate as meta_validate
 from jaxcap.meta.cells import cell_data, stack_folds
+from jaxcap.meta.validation import Validation, ValidationSettings
+from jaxcap.results.store import clean
 
 pytestmark = pytest.mark.slow  # NUTS fits of the meta-model on simulated data: the full tier
 
@@ -154,18 +156,22 @@ def test_scale_is_fixed_and_reference_changes_only_units(simulated):
 
 def test_heldout_levels_and_top_levels_beat_the_baselines(simulated):
     _, table, _ = simulated
-    settings = meta_validate.ValidationSettings(folds=3, seeds=(1,), designs=("levels", "top", "families"))
+    settings = ValidationSettings(folds=3, seeds=(1,), designs=("levels", "top", "families"))
     result = meta_validate.validate(table, NUTS, settings)
-    levels = result["scores"]["levels"]
-    brier = {m: levels[m]["brier"] for m in meta_validate.METHODS}
+    levels = result.scores["levels"]
+    brier = {m: levels.methods[m].brier for m in meta_validate.METHODS}
     assert brier["meta_model"] < min(brier[b] for b in meta_validate.BASELINES), brier
-    assert levels["meta_model"]["auc"] > 0.85 and levels["n_rows"] == len(table.rows)
-    assert 0.7 <= levels["meta_model"]["pit_coverage90"] <= 1.0
-    assert result["scores"]["top"]["meta_model"]["brier"] < result["scores"]["top"]["base_rate"]["brier"]
+    assert levels.meta_model.auc > 0.85 and levels.n_rows == len(table.rows)
+    assert 0.7 <= levels.meta_model.pit_coverage90 <= 1.0
+    top = result.scores["top"]
+    assert top.meta_model.brier < top.methods["base_rate"].brier
     # 4 families: leaving one out keeps 3 < MIN_FAMILIES, so the design is refused, with the reason
-    assert "families" not in result["scores"] and len(result["refused"]) == 4
-    assert all("needs >= 4" in why for why in result["refused"].values())
-    assert all(f["diagnostics"]["max_rhat"] < 1.1 for f in result["folds"])
+    assert "families" not in result.scores and len(result.refused) == 4
+    assert all("needs >= 4" in why for why in result.refused.values())
+    assert all(f.diagnostics.max_rhat < 1.1 for f in result.folds)
+    # validation.json reads back into the same record, and writes back the same bytes
+    text = json.dumps(clean(result.to_json()))
+    assert json.dumps(clean(Validation.from_json(json.loads(text)).to_json())) == text
 
 
 def test_posterior_round_trips_and_arviz_reads_it(fitted):
@@ -203,17 +209,17 @@ def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):
     arch0 = arch_query.resolve_arch(posterior, "a0")[0]
     bits = list(np.geomspace(1, 100, 9))
     points = prediction.resolve_levels(posterior, "sim0", [], bits)
-    p = [pt["p"] for pt in prediction.predict(posterior, "sim0", points, arch0)["points"]]
+    p = [pt.p for pt in prediction.predict(posterior, "sim0", points, arch0).points]
     assert all(x > y for x, y in zip(p, p[1:])) and p[0] > 0.95 and p[-1] < 0.05
     arch1 = arch_query.resolve_arch(posterior, "a1")[0]  # C_a1 = 2 C_a0 in the truth
-    bigger = prediction.predict(posterior, "sim0", points, arch1)["points"]
-    assert all(b["p"] >= a for a, b in zip(p, bigger))
+    bigger = prediction.predict(posterior, "sim0", points, arch1).points
+    assert all(b.p >= a for a, b in zip(p, bigger))
     # a fitted level's complexity is that level: its fitted effect, a narrower interval
     lv = next(i for i, x in enumerate(posterior.meta.levels) if x.family == 1)
     seen = prediction.resolve_levels(posterior, "sim1", [], [posterior.meta.levels[lv].bits])
-    assert seen[0]["level"] == lv
-    new = [{**seen[0], "level": None}]
-    width = lambda r: r["points"][0]["hi90"] - r["points"][0]["lo90"]  # noqa: E731
+    assert seen[0].level == lv
+    new = [dataclasses.replace(seen[0], level=None)]
+    width = lambda r: r.points[0].hi90 - r.points[0].lo90  # noqa: E731
     assert width(prediction.predict(posterior, "sim1", seen, arch0)) < width(
         prediction.predict(posterior, "sim1", new, arch0)
     )
@@ -222,7 +228,8 @@ def test_predict_moves_with_complexity_and_uses_fitted_levels(fitted):
     new_arch = arch_query.resolve_arch(posterior, spec)[0]
     assert new_arch["index"] is None and "covariate regression" in new_arch["label"]
     out = prediction.predict(posterior, "sim0", points[:1], new_arch)
-    assert set(out["boundaries"]) == {"sim0", "sim1", "sim2", "sim3"}
+    assert set(out.boundaries) == {"sim0", "sim1", "sim2", "sim3"}
+    assert prediction.Prediction.from_json(json.loads(json.dumps(out.to_json()))) == out  # --json
 
 
 def test_out_of_grid_population_beats_the_base_rate(simulated, fitted):

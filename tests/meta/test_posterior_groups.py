@@ -12,7 +12,7 @@ from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import model as metamodel
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.cells import cell_data
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 
 az = pytest.importorskip("arviz")
 CHAINS, DRAWS = 2, 30

@@ -38,6 +38,7 @@ from jaxcap.meta import report as meta_report
 from jaxcap.meta import summary as meta_summary
 from jaxcap.meta import validate as meta_validate
 from jaxcap.meta.pilot.boundary import information_levels
+from jaxcap.meta.validation import Validation
 from jaxcap.results.store import Store, clean, write_atomic
 
 
@@ -142,11 +143,15 @@ def calibrate_experiment(plan: Plan[Calibration], store: Store) -> dict:
         print(f"WARNING (NUTS): {warning}", flush=True)
 
     validation_path = store.root / "validation.json"
-    valid = json.loads(validation_path.read_text()) if validation_path.exists() else {}
+    valid = (
+        Validation.from_json(json.loads(validation_path.read_text())) if validation_path.exists() else None
+    )
     vstamp = _as_saved({**stamp, "validation": dataclasses.asdict(cal.validation)})
-    if valid.get("stamp") != vstamp:
-        valid = {**meta_validate.validate(table, nuts, cal.validation, cal.reference), "stamp": vstamp}
-        write_atomic(validation_path, json.dumps(clean(valid)) + "\n")
+    if valid is None or valid.stamp != vstamp:
+        valid = dataclasses.replace(
+            meta_validate.validate(table, nuts, cal.validation, cal.reference), stamp=vstamp
+        )
+        write_atomic(validation_path, json.dumps(clean(valid.to_json())) + "\n")
     written = calibrate_report(store)
     print(meta_summary.headline(posterior, valid), flush=True)
     print(f"wrote {', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root}", flush=True)
@@ -158,7 +163,7 @@ def calibrate_report(store: Store) -> list[Path]:
     table = meta_data.read_table(store.root / "table.json")
     posterior = meta_posterior.load_posterior(store.root / "posterior.nc")
     path = store.root / "validation.json"
-    valid = json.loads(path.read_text()) if path.exists() else {}
+    valid = Validation.from_json(json.loads(path.read_text())) if path.exists() else Validation()
     return [
         store.root / "posterior.nc",
         *meta_report.write_report(store.report_path, table, posterior, valid),

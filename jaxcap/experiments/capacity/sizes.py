@@ -21,7 +21,7 @@ from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity.budgets import budgets, embedding_params
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import make_apply
-from jaxcap.results.capacity_summary import CapacitySummary
+from jaxcap.results.capacity_summary import MODEL_FIELDS, CapacitySummary
 from jaxcap.results.records import CapacityRow
 from jaxcap.tasks import Split, Task
 
@@ -216,7 +216,7 @@ def summarize(
             "arch": arch,
             "label": first.arch_label,
             "family": first.family,
-            **{k: first.model[k] for k in ("n_layers", "d_model", "n_heads", "d_head", "d_ff", "seq_len")},
+            **{k: first.model[k] for k in MODEL_FIELDS},
             "n_params": first.n_params,
             "model": first.model,
             "curve": curve,

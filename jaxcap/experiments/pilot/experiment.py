@@ -26,7 +26,7 @@ from jaxcap.experiments.pilot.settings import PilotPlan
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.pilot.fit import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws
-from jaxcap.meta.posterior_meta import LevelInfo
+from jaxcap.meta.records import LevelInfo
 from jaxcap.results.store import Store
 
 

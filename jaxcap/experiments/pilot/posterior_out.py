@@ -24,7 +24,7 @@ from scipy.stats import betabinom, binom
 from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot.fit import FamilyFit, Particles
 from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.posterior_meta import FamilyInfo, LevelInfo, PilotRecord
+from jaxcap.meta.records import FamilyInfo, LevelInfo, PilotRecord
 
 EFFECT_DRAWS = 64  # prior draws of δ per particle and pilot level, one kept by its likelihood
 

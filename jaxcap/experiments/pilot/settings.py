@@ -28,9 +28,9 @@ from jaxcap.config.family import Family, FamilyRun, family_config, parse_family
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.families import level_fields, with_bits
 from jaxcap.fields import ConfigError, Float, Int, Str, TupleOf, from_section, setting
-from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS, TASK_DEPENDENT_MODEL_FIELDS
+from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS
 from jaxcap.meta.posterior import read_meta
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 from jaxcap.results.store import clean
 
 if TYPE_CHECKING:  # the calibration a pilot fits first is a calibrate run: its section's type
@@ -127,7 +127,7 @@ class PilotPlan:
         wanted = meta.archs[self.arch]
         for candidate in self.family.architectures:
             [bucket] = self.family.level_buckets(self.values[:1], 1, (candidate,))
-            if arch_fields(bucket.model) == wanted:
+            if bucket.model.arch_fields() == wanted:
                 return candidate
         raise ConfigError(
             f"config.pilot.arch: got {self.settings.arch!r} ({meta.arch_labels[self.arch]}), which no "
@@ -144,12 +144,6 @@ class PilotPlan:
         return self.architecture(meta)
 
 
-def arch_fields(model) -> dict:
-    """A ModelConfig as the table's architecture (jaxcap.meta.data.arch_fields), JSON-normal."""
-    fields = {
-        k: v for k, v in sorted(dataclasses.asdict(model).items()) if k not in TASK_DEPENDENT_MODEL_FIELDS
-    }
-    return json.loads(json.dumps(clean(fields)))
 
 
 def recorded_config_of(workdir: Path, runtime) -> ml_collections.ConfigDict:

@@ -276,9 +276,9 @@ def test_measure_scores_fits_and_scores_held_out_families(tmp_path, capsys):
     save_table(table, tmp_path / "table.json")
     args = [str(tmp_path), "--measures", "nominal,input_bits", "--warmup", "40", "--samples", "40"]
     assert score.main([*args, "--chains", "2", "--json"]) == 0
-    (scores,) = json.loads(capsys.readouterr().out).values()
-    assert [s["measure"] for s in scores] == ["nominal", "input_bits"]
-    for s in scores:
+    (measured,) = json.loads(capsys.readouterr().out).values()
+    assert [s["measure"] for s in measured] == ["nominal", "input_bits"]
+    for s in measured:
         assert set(s["lofo"]) == set(LEVELS) and not s["refused"]
         for brier in s["lofo"].values():
             assert brier["rows"] == 4 * 2 and 0 <= brier["meta_model"] <= 1 and 0 <= brier["base_rate"] <= 1
@@ -287,4 +287,4 @@ def test_measure_scores_fits_and_scores_held_out_families(tmp_path, capsys):
         assert s["fit_diagnostics"]["transitions"] == 2 * 40 and s["lofo_diagnostics"]["fits"] == 5
         assert set(s["lofo_folds"]) == set(LEVELS)
         assert {c["family"] for c in s["monotone"]} == set(LEVELS)
-    assert scores[1]["bits"]["parity"] == [1.0, 2.0, 3.0, 8.0]  # input_bits: k
+    assert measured[1]["bits"]["parity"] == [1.0, 2.0, 3.0, 8.0]  # input_bits: k

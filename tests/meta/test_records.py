@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxcap.experiments.hpo.level_table import HpoLevel
 from jaxcap.meta import posterior as meta_posterior
-from jaxcap.meta.posterior_meta import PosteriorMeta
+from jaxcap.meta.records import PosteriorMeta
 from jaxcap.results.capacity_summary import CapacityReport
 
 META = {  # as jaxcap.meta.fit.fit and calibrate write it, in their key order

@@ -1,5 +1,5 @@
-"""What a fitted posterior knows about its table and its fit, typed: the JSON `jaxcap` attribute of
-posterior.nc, read in every module that reads a fit.
+"""The posterior's metadata records: what a fitted posterior knows about its table and its fit
+(the JSON `jaxcap` attribute of posterior.nc), and the fit diagnostics every NUTS fit reports.
 
 The metadata was a dict read by key in many modules; a renamed key broke a reader at the end of
 a run. It is now a frozen record (cf. jaxcap/results/records.py) with typed parts, one reader
@@ -18,7 +18,7 @@ from typing import Any
 Json = dict[str, Any]
 
 
-def _read(cls, data: Mapping[str, Any], **parsed: Any):
+def read_fields(cls, data: Mapping[str, Any], **parsed: Any):
     """`cls` from `data`: its own fields (parsed ones replaced), the other keys in `extra`."""
     names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
     given = {k: v for k, v in data.items() if k in names}
@@ -26,15 +26,16 @@ def _read(cls, data: Mapping[str, Any], **parsed: Any):
     return cls(**{**given, **{k: v for k, v in parsed.items() if k in given}}, extra=extra)
 
 
-def _write(record, keep_none: bool = False, **written: Any) -> Json:
+def write_fields(record, keep_none: bool | tuple[str, ...] = False, **written: Any) -> Json:
     """The record's JSON in field order (parts replaced by `written`); None fields are left out
-    (they were absent keys) unless `keep_none`."""
+    (they were absent keys) unless `keep_none` (True: every field; a tuple: those fields)."""
     out = {}
     for f in dataclasses.fields(record):
         value = written.get(f.name, getattr(record, f.name))
-        if f.name != "extra" and (keep_none or value is not None):
+        kept = keep_none is True or (isinstance(keep_none, tuple) and f.name in keep_none)
+        if f.name != "extra" and (kept or value is not None):
             out[f.name] = value
-    return {**out, **record.extra}
+    return {**out, **getattr(record, "extra", {})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,10 +54,10 @@ class LevelInfo:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelInfo:
-        return _read(cls, data)
+        return read_fields(cls, data)
 
     def to_json(self) -> Json:
-        return _write(self)
+        return write_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +74,10 @@ class FamilyInfo:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FamilyInfo:
-        return _read(cls, data)
+        return read_fields(cls, data)
 
     def to_json(self) -> Json:
-        return _write(self, keep_none=True)  # an unqueryable family's ranges are written as null
+        return write_fields(self, keep_none=True)  # an unqueryable family's ranges are written as null
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,33 +94,34 @@ class NutsRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NutsRecord:
-        return _read(cls, data)
+        return read_fields(cls, data)
 
     def to_json(self) -> Json:
-        return _write(self)
+        return write_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
 class FitDiagnostics:
-    """The fit's NUTS diagnostics (jaxcap.meta.fit.diagnose): worst R-hat, smallest ESS, per site
-    and overall, divergences out of transitions, and the warnings they raise."""
+    """A NUTS fit's diagnostics (jaxcap.meta.fit.diagnose): worst R-hat and smallest ESS, overall
+    and per site (None: left out, as a pilot fold's are), divergences out of transitions, the
+    warnings they raise and the mean leapfrog steps. R-hat is NaN (null) with one chain."""
 
-    max_rhat: float
-    min_ess: float
+    max_rhat: float | None
+    min_ess: float | None
     divergences: int
     transitions: int | None = None
-    rhat: dict[str, float] = dataclasses.field(default_factory=dict)
-    ess: dict[str, float] = dataclasses.field(default_factory=dict)
+    rhat: dict[str, float] | None = None
+    ess: dict[str, float] | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     mean_steps: float | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FitDiagnostics:
-        return _read(cls, data)
+        return read_fields(cls, data)
 
     def to_json(self) -> Json:
-        return _write(self)
+        return write_fields(self, keep_none=("max_rhat", "min_ess"))  # NaN in memory, null on disk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,10 +144,10 @@ class PilotRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PilotRecord:
-        return _read(cls, data)
+        return read_fields(cls, data)
 
     def to_json(self) -> Json:
-        return _write(self)
+        return write_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +179,7 @@ class PosteriorMeta:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PosteriorMeta:
         one = {"nuts": NutsRecord, "diagnostics": FitDiagnostics, "pilot": PilotRecord}
-        return _read(
+        return read_fields(
             cls,
             data,
             family_info=[FamilyInfo.from_json(i) for i in data.get("family_info", [])],
@@ -187,7 +189,7 @@ class PosteriorMeta:
 
     def to_json(self) -> Json:
         parts = {k: getattr(self, k) for k in ("nuts", "diagnostics", "pilot")}
-        return _write(
+        return write_fields(
             self,
             family_info=[i.to_json() for i in self.family_info],
             levels=[lv.to_json() for lv in self.levels],
