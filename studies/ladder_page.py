@@ -26,7 +26,8 @@ from jaxcap.experiments.capacity.sizes import summarize
 from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 from jaxcap.results.store import read_jsonl
-from studies import device_time, ladder
+from studies import device_time
+from studies import ladder_plan as ladder
 
 FIGURE = "ladder-trend.png"
 

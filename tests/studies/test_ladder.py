@@ -1,4 +1,4 @@
-"""The capacity size ladder (studies/ladder.py, studies/ladder_page.py): the plan's parts fit a
+"""The capacity size ladder (studies/ladder.py, ladder_plan.py, ladder_page.py): the plan's parts fit a
 device session and reach the seed baseline; (slow) the tiny ladder runs on the CPU, skips what
 finished, and a rung split into parts merges to what one launch of it measures."""
 
@@ -11,33 +11,34 @@ import pytest
 from helpers import ROOT
 
 from jaxcap.core.runtime import PhaseClock
-from studies import device_time, ladder, ladder_page
+from studies import device_time, ladder, ladder_page, ladder_plan
 
 
 @pytest.mark.slow  # lowers every part's program for the cost model (~25 s)
 def test_the_plan_reaches_the_seed_baseline_in_parts_a_session_holds():
-    parts = ladder.parts(ladder.FIRST_RECIPE)
+    parts = ladder_plan.parts(ladder_plan.FIRST_RECIPE)
     names = [p.name for p in parts]
     assert len(set(names)) == len(names) and names[0].endswith("-search")
-    assert {ladder.n_params(r) for r in ladder.RUNGS} >= {14_288, 1_591_824}  # 14k to the seed baseline
-    for rung in ladder.RUNGS:  # every budget of every rung, at both sizes, is in exactly one part
+    sizes = {ladder_plan.n_params(r) for r in ladder_plan.RUNGS}
+    assert sizes >= {14_288, 1_591_824}  # 14k to the seed baseline
+    for rung in ladder_plan.RUNGS:  # every budget of every rung, at both sizes, is in exactly one part
         covered = [(b, s) for p in parts if p.rung == rung for b in p.budgets for s in p.sizes]
-        assert sorted(covered) == sorted((b, s) for b in rung.budgets for s in ladder.SIZES)
+        assert sorted(covered) == sorted((b, s) for b in rung.budgets for s in ladder_plan.SIZES)
     for part in parts:
-        seconds = ladder.predicted_s(part, ladder.FIRST_RECIPE)
+        seconds = ladder_plan.predicted_s(part, ladder_plan.FIRST_RECIPE)
         # a part holds the most that fits; only a single size at a single budget may exceed it
-        assert seconds <= ladder.PART_S or (len(part.budgets), len(part.sizes)) == (1, 1), part.name
+        assert seconds <= ladder_plan.PART_S or (len(part.budgets), len(part.sizes)) == (1, 1), part.name
         assert seconds > device_time.PROCESS_S
 
 
 def test_a_part_trains_the_recipe_it_is_given_and_nothing_else():
-    part = ladder.Part(ladder.RUNGS[-1], (1e3,), (4.0,))
+    part = ladder_plan.Part(ladder_plan.RUNGS[-1], (1e3,), (4.0,))
     config = device_time.load(part.args({"learning_rate": 2e-3, "b2": 0.99}))
     assert (config.hparams.learning_rate, config.hparams.b2) == (2e-3, 0.99)
     assert config.sweep.hparams.learning_rate == () and config.capacity.search_exposures == 0.0
-    assert config.capacity.annealed == (1e3,) and config.sweep.seeds == ladder.SEEDS
-    search = ladder.Part(ladder.RUNGS[2], (), ladder.SIZES)
-    assert device_time.load(search.args(ladder.FIRST_RECIPE)).capacity.search_exposures > 0
+    assert config.capacity.annealed == (1e3,) and config.sweep.seeds == ladder_plan.SEEDS
+    search = ladder_plan.Part(ladder_plan.RUNGS[2], (), ladder_plan.SIZES)
+    assert device_time.load(search.args(ladder_plan.FIRST_RECIPE)).capacity.search_exposures > 0
 
 
 def test_the_page_reads_the_phase_line_the_loop_prints():
@@ -83,7 +84,7 @@ def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     records = [json.loads(p.read_text()) for p in (out / "ladder").glob("*/part.json")]
-    assert sorted(r["part"] for r in records) == sorted(p.name for p in ladder.parts({}, small=True))
+    assert sorted(r["part"] for r in records) == sorted(p.name for p in ladder_plan.parts({}, small=True))
     assert all(r["rc"] == 0 and r["small"] and r["phases"] for r in records)
     again = _ladder("run", "--small", "--out", str(out / "ladder"))
     assert "left for later: nothing" in again.stdout and "rc 0" not in again.stdout  # nothing reruns
@@ -91,16 +92,16 @@ def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
     # the first rung again as one part per budget: merged, it reads both budgets as the one part
     # did. Two launches of a bfloat16 run agree to a few % on the CPU, not bit for bit: the
     # constant-rate stubs of both already differ in the 7th digit, and training amplifies that
-    recipe = ladder.recipe_of(ladder.finished(out / "ladder"))
-    rung = ladder.SMALL_RUNGS[0]
+    recipe = ladder_plan.recipe_of(ladder_plan.finished(out / "ladder"))
+    rung = ladder_plan.SMALL_RUNGS[0]
     for budget in rung.budgets:
         ladder.launch(
-            ladder.Part(rung, (budget,), ladder.SIZES), recipe, True, tmp_path / "work", split, 60.0
+            ladder_plan.Part(rung, (budget,), ladder_plan.SIZES), recipe, True, tmp_path / "work", split, 60.0
         )
     whole_parts = [p for p in ladder_page.load(out / "ladder") if p["rung"] == rung.name]
     [(_, whole, _)] = ladder_page.merge(whole_parts, (rung,))
     [(_, parts, mine)] = ladder_page.merge(ladder_page.load(split), (rung,))
-    assert len(mine) == 2 and len(parts.c_mem_seeds) == len(whole.c_mem_seeds) == ladder.SEEDS
+    assert len(mine) == 2 and len(parts.c_mem_seeds) == len(whole.c_mem_seeds) == ladder_plan.SEEDS
     assert [p.exposures for p in parts.annealed_curve] == [p.exposures for p in whole.annealed_curve]
     assert [p.size for p in parts.curve] == [p.size for p in whole.curve]  # each size's stub once
     assert (parts.flat.start, parts.flat.to) == (whole.flat.start, whole.flat.to)

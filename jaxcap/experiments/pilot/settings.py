@@ -144,8 +144,6 @@ class PilotPlan:
         return self.architecture(meta)
 
 
-
-
 def recorded_config_of(workdir: Path, runtime) -> ml_collections.ConfigDict:
     """The calibrate config a posterior workdir recorded (config.json), with `runtime`."""
     recorded = json.loads((workdir / "config.json").read_text())
