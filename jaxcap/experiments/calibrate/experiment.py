@@ -14,6 +14,7 @@ Details: docs/design/meta-model.md#calibrate-families-and-levels.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import inspect
@@ -80,8 +81,24 @@ def _round_levels(design: meta_design.Design, bits: list[float], counts: dict, r
     return meta_design.next_levels(bits, {b: k / n for b, (n, k) in counts.items()}, design.per_round)
 
 
+def _code(module) -> str:
+    """A module's code without its docstrings and comments: what a fit depends on (an edit of
+    its prose does not refit)."""
+    tree = ast.parse(inspect.getsource(module))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def _stamp(table: meta_data.Table, nuts: meta_fit.NutsSettings, reference: str) -> dict:
-    source = "".join(inspect.getsource(m) for m in (metamodel, meta_cells))  # refit if they changed
+    source = "".join(_code(m) for m in (metamodel, meta_cells))  # refit if their code changed
     stamp = {
         "fingerprint": table.fingerprint,
         "nuts": dataclasses.asdict(nuts),
