@@ -3,10 +3,9 @@
 Every enhance fit trains the reference family (uniformly random labels) at several dataset sizes
 for every variant; nothing about random labels generalizes, so every bit predicted better than
 chance on the training set was memorized (Morris et al. [1]). This module turns those population
-rows into capacity rows and hands them to the capacity code the results layer holds
-(jaxcap/results/capacity_reading.py), unchanged. The bits are
-the unclipped net bits (a conservative lower bound), and C_mem is a lower bound where the sizes
-did not plateau.
+rows into capacity rows and hands them, unchanged, to the capacity code the results layer holds
+(jaxcap/results/capacity_reading.py). The bits are the unclipped net bits (a conservative lower
+bound), and C_mem is a lower bound where the sizes did not plateau.
 
 Details: docs/design/enhance.md#memorized-bits-from-population-rows.
 
