@@ -10,7 +10,8 @@ A device session lasts ~15 minutes, so no rung runs whole: a part is one rung at
 for some of its dataset sizes (2 and 4 x its parameter count in bits, both seeds), sized by the
 cost model (studies.device_time) to PART_S. Parts are independent launches of configs/capacity.py:full;
 each returns its capacity.jsonl, and studies.ladder_page merges a rung's parts into one
-`capacity.summarize` (so the verdict, C_mem and the size trend are the capacity experiment's own).
+`capacity_reading.summarize` (so the verdict, C_mem and the size trend are the capacity
+experiment's own).
 The recipe is searched once, first, on the 400k rung at 250 annealed exposures (cheap, and the
 closest to the seed baseline that is cheap); every later part trains with the recipe it found.
 Numerics: bfloat16 compute with float32 weights and Adam state (what Morris et al. 2025 train in;

@@ -5,9 +5,9 @@ trend across sizes, the literature beside it, and the plan of what has not run.
     python -m studies.ladder_page /tmp/ladder_out /tmp/ladder_out --small   # the CPU plumbing run's
 
 A rung's parts ran as separate launches, maybe in separate sessions; their capacity.jsonl rows are
-one architecture's rows, so `capacity.summarize` over their union gives the same verdict, C_mem and
-seed ranges a single run of every budget and size would (the constant-rate stub each part trains
-is counted once per size and seed). Bits per parameter across rungs: `capacity.trend`.
+one architecture's rows, so `capacity_reading.summarize` over their union gives the same verdict,
+C_mem and seed ranges a single run of every budget and size would (the constant-rate stub each
+part trains is counted once per size and seed). Bits per parameter across rungs: `capacity.trend`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from jaxcap.experiments.capacity import report as capacity_report
 from jaxcap.experiments.capacity import trend as capacity_trend
-from jaxcap.experiments.capacity.sizes import summarize
+from jaxcap.results.capacity_reading import summarize
 from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 from jaxcap.results.store import read_jsonl

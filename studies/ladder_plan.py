@@ -151,7 +151,7 @@ def finished(*folders: Path) -> dict[str, Path]:
 
 def recipe_of(done: dict[str, Path]) -> dict | None:
     """The searched recipe (lr, β2), from the finished search part's rows; None before it ran."""
-    from jaxcap.experiments.capacity.sizes import summarize
+    from jaxcap.results.capacity_reading import summarize
     from jaxcap.results.records import CapacityRow
     from jaxcap.results.store import read_jsonl
 

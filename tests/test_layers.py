@@ -8,9 +8,10 @@ config proper (defaults, schema checks, the bucket plan, the experiment registry
 reports -> experiments and benchmarks -> the library's entry (`jaxcap.run`, and `jaxcap.errors`:
 what a failed run says) -> the commands (`jaxcap.main`, with the four `python -m jaxcap.X` shims
 on it). Experiments are reached from below only through `config.registry`'s dotted names,
-resolved with importlib on use (not an import). The studies (`studies/`, beside the package)
-are the top layer: they import jaxcap and each other, nothing else of the checkout (no test
-helper, no config file), and jaxcap never imports them.
+resolved with importlib on use (not an import), and one experiment imports another's modules
+only through the shared ones (families, population_experiment) or a listed few. The studies
+(`studies/`, beside the package) are the top layer: they import jaxcap and each other, nothing
+else of the checkout (no test helper, no config file), and jaxcap never imports them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,21 @@ PACKAGES = ("jaxcap", "studies")  # the modules the graph holds; other imports a
 # Known cycles, each to be broken where it lives; an entry that no longer cycles fails the test,
 # so this list only shrinks.
 PENDING_CYCLES: list[list[str]] = []
+# Experiments share through modules below them (jaxcap/results, jaxcap/meta, ...) and the shared
+# modules of jaxcap/experiments, never through each other's internals, so that a change inside one
+# breaks no sibling. Each import between two experiments that stays is listed with its reason; an
+# entry that no longer holds fails the test.
+SHARED_EXPERIMENT_MODULES = ("jaxcap.experiments.families", "jaxcap.experiments.population_experiment")
+SIBLING_IMPORTS = {
+    # a config helper: the per-level Optuna search of calibrate-style configs fills hpo's own
+    # `study` section (its defaults come from hpo's schema), so it lives with that section
+    ("jaxcap.experiments.enhance.variants", "jaxcap.experiments.hpo.search_space"),
+    # the shared level searches hand a family's plan to the hpo experiment's entry (lazily:
+    # optuna is imported only when a config asks for it)
+    ("jaxcap.experiments.families", "jaxcap.experiments.hpo.sweep"),
+    # a type only (under TYPE_CHECKING): the calibration a pilot fits first is a calibrate plan
+    ("jaxcap.experiments.pilot.settings", "jaxcap.experiments.calibrate.settings"),
+}
 
 
 def layer(module: str) -> int:
@@ -118,10 +134,60 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def experiment(module: str) -> str | None:
+    """The experiment a module belongs to (`capacity` for jaxcap.experiments.capacity.sizes);
+    None outside jaxcap.experiments and for the package itself."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["jaxcap", "experiments"] and len(parts) > 2 else None
+
+
+def sibling_imports(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) for each import from one experiment into another's modules."""
+    return {
+        (a, b)
+        for a, targets in edges.items()
+        for b in targets
+        if experiment(a) and experiment(b) and experiment(a) != experiment(b)
+        if b not in SHARED_EXPERIMENT_MODULES
+    }
+
+
 def test_imports_point_down_and_form_no_cycle():
     edges = graph(ROOT)
     assert not upward(edges), "imports up the layer order:\n" + "\n".join(upward(edges))
     assert cycles(edges) == PENDING_CYCLES, f"import cycles: {cycles(edges)} (known: {PENDING_CYCLES})"
+
+
+def test_no_experiment_imports_another_experiment():
+    """Capacity, calibrate, enhance, hpo and pilot meet in the layers below and the shared
+    modules; what each reads of another (capacity's summaries, C_mem) lives in jaxcap/results."""
+    found = sibling_imports(graph(ROOT))
+    assert found <= SIBLING_IMPORTS, "an experiment imports another's modules (move what they share "
+    "below both, e.g. to jaxcap/results, or reach it through config.registry):\n" + "\n".join(
+        f"{a} -> {b}" for a, b in sorted(found - SIBLING_IMPORTS)
+    )
+    assert found == SIBLING_IMPORTS, f"no longer imported: drop {sorted(SIBLING_IMPORTS - found)}"
+
+
+def test_a_planted_sibling_import_fails(tmp_path):
+    """The check is not vacuous: enhance importing capacity's module is caught; importing the
+    shared families module, its own package, or the results layer is not."""
+    for folder in ("jaxcap/experiments/enhance", "jaxcap/experiments/capacity", "jaxcap/results"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "jaxcap" / "experiments" / "families.py").write_text("")
+    (tmp_path / "jaxcap" / "experiments" / "capacity" / "sizes.py").write_text("")
+    (tmp_path / "jaxcap" / "results" / "capacity_reading.py").write_text("")
+    (tmp_path / "jaxcap" / "experiments" / "enhance" / "sections.py").write_text("")
+    (tmp_path / "jaxcap" / "experiments" / "enhance" / "capacity.py").write_text(
+        "from jaxcap.experiments import families\nfrom jaxcap.experiments.enhance import sections\n"
+        "from jaxcap.results import capacity_reading\n"
+        "def f():\n    from jaxcap.experiments.capacity.sizes import summarize\n"
+    )
+    edges = graph(tmp_path)
+    assert sibling_imports(edges) == {
+        ("jaxcap.experiments.enhance.capacity", "jaxcap.experiments.capacity.sizes")
+    }
+    assert experiment("jaxcap.experiments") is None and experiment("jaxcap.results.store") is None
 
 
 def imported_roots(path: Path) -> set[str]:

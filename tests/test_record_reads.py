@@ -5,9 +5,9 @@ summary (`summary["c_mem"]`), the hpo level table (`lv["best"]`), the validation
 are records read by attribute, so a renamed field fails at import-time lint, not at the end of a run.
 
 The scan (tests/record_scan.py) is a small taint analysis over each function's AST: an expression
-that holds a record (`x.meta`, `read_meta(...)`, `capacity.summarize(...)`, a name bound to one,
-an item or field of one, the loop variable over one, its `.items()`/`.values()`) read with a
-string key naming one of the record's fields (`[...]` or `.get(...)`) is a violation.
+that holds a record (`x.meta`, `read_meta(...)`, `capacity_reading.summarize(...)`, a name bound
+to one, an item or field of one, the loop variable over one, its `.items()`/`.values()`) read with
+a string key naming one of the record's fields (`[...]` or `.get(...)`) is a violation.
 Distinctive capacity fields (`c_mem`, `is_capacity`, ...) are flagged on any expression, and a
 record's JSON keys (a fold's diagnostics read back from disk: `fold["diagnostics"]`) hold it
 wherever they are read.
@@ -92,12 +92,14 @@ RECORDS = (
         "capacity summary",
         ("jaxcap/results/capacity_summary.py",),
         CAPACITY_FIELDS,
-        calls=("summarize", "_summaries"),
+        calls=("summarize", "read_summaries"),
         names=("archs", "summaries"),
         distinct=frozenset(CAPACITY_DISTINCT),
         scope=(
             "jaxcap.experiments.capacity",
             "jaxcap.results.capacity_summary",
+            "jaxcap.results.capacity_reading",
+            "jaxcap.results.capacity_curves",
             "studies.device_page",
         ),
         parts=("architectures", "curve", "exposure_curve", "annealed_curve", "flat"),
@@ -165,9 +167,9 @@ def test_the_scan_finds_planted_reads(tmp_path):
     (tmp_path / "jaxcap").mkdir()
     (tmp_path / "jaxcap" / "planted.py").write_text(PLANTED)
     (tmp_path / "jaxcap" / "capacity_reader.py").write_text(
-        "from jaxcap.experiments.capacity.report import _summaries\n"
+        "from jaxcap.results.capacity_reading import read_summaries\n"
         "def line(workdir):\n"
-        "    _, archs = _summaries(workdir)\n"
+        "    _, archs = read_summaries(workdir)\n"
         "    best = max(archs, key=lambda a: a.c_mem)\n"
         "    first = next(a for a in archs if a.arch == 0)\n"
         "    return best.label, first['label'], {'c_mem_seeds': 1}['c_mem_seeds']\n"

@@ -1,12 +1,12 @@
-"""The capacity experiment's per-architecture summary, typed: what `capacity.summarize` finds for
-one architecture and what report/capacity.json holds (`CapacityReport`).
+"""The capacity experiment's per-architecture summary, typed: what `capacity_reading.summarize`
+finds for one architecture and what report/capacity.json holds (`CapacityReport`).
 
 It was a dict read by key in the capacity report, figures, fits and trend, the enhance
 experiment, calibrate's anchor and the device page; now one frozen record (cf. records.py) with
 typed parts (a point of a curve, the flatness verdict), one reader `from_json` and one writer
 `to_json`, read by attribute everywhere else. `to_json` gives the keys in the order the dicts had,
-so capacity.json's bytes are unchanged; the measures are defined in
-jaxcap/experiments/capacity/sizes.py and curve.py.
+so capacity.json's bytes are unchanged; the measures are defined beside it, in
+capacity_curves.py (the curves and verdicts) and capacity_reading.py (the summary, the budgets).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ MODEL_FIELDS = (*ModelConfig.SHAPE_FIELDS, "seq_len")  # copied to the top
 @dataclasses.dataclass(frozen=True)
 class CapacitySummary:
     """One architecture: its model, its curve over sizes, C_mem over seeds and per parameter, the
-    flatness and plateau verdicts, and C against the two budgets (jaxcap/experiments/capacity)."""
+    flatness and plateau verdicts, and C against the two budgets (capacity_reading.summarize)."""
 
     arch: int
     label: str
@@ -164,6 +164,20 @@ class CapacitySummary:
     def flattened(self) -> bool:
         """C(E) flattened at the last budget (False where no budget curve was measured)."""
         return bool(self.flat and self.flat.flat)
+
+
+def name(a: CapacitySummary) -> str:
+    """A short architecture name: layers, d_model, heads x d_head, d_ff and N, then the numerics
+    where they are not float32 (the `:precision` variants differ only there)."""
+    model = a.model
+    numerics = [
+        f"{model[k]} {k.split('_')[0]}"
+        for k in ("param_dtype", "compute_dtype")
+        if model.get(k, "float32") != "float32"
+    ] + ([f"int{model['qat_bits']} QAT"] if model.get("qat_bits") else [])
+    return f"{a.n_layers}L d{a.d_model} {a.n_heads}x{a.d_head} ff{a.d_ff} N{a.seq_len}" + (
+        f" ({', '.join(numerics)})" if numerics else ""
+    )
 
 
 @dataclasses.dataclass(frozen=True)

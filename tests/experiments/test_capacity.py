@@ -20,6 +20,7 @@ from jaxcap.experiments.capacity import across_architectures as capacity_fit
 from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.models import ModelConfig
+from jaxcap.results import capacity_curves, capacity_reading
 from jaxcap.results.records import Cursor
 
 
@@ -74,22 +75,23 @@ def test_totals_sum_in_float64_over_the_first_n_items():
 
 def test_budgets_of_the_seed_baseline():
     model = {"n_heads": 8, "d_head": 32, "param_dtype": "float32"}
-    got = capacity.budgets(model, 1_000_000)
+    got = capacity_reading.budgets(model, 1_000_000)
     assert got["head_budget_bits"] == 8192 and got["storage_budget_bits"] == 32_000_000
 
 
 def test_saturation_plateau_and_growth():
     rising = np.array([[0, 100], [50, 101], [90, 101], [120, 101.5]], np.float64)  # [eval, member]
     ceiling = np.array([1000.0, 1000.0])
-    np.testing.assert_array_equal(capacity.saturated(rising, 2, 0.02, 1.0, ceiling), [False, True])
-    assert not capacity.saturated(rising[:3], 2, 0.02, 1.0, ceiling).any()  # too short to judge
-    full = capacity.saturated(rising[:1], 2, 0.02, 1.0, np.array([1.0, 101.0]))
+    np.testing.assert_array_equal(capacity_curves.saturated(rising, 2, 0.02, 1.0, ceiling), [False, True])
+    assert not capacity_curves.saturated(rising[:3], 2, 0.02, 1.0, ceiling).any()  # too short to judge
+    full = capacity_curves.saturated(rising[:1], 2, 0.02, 1.0, np.array([1.0, 101.0]))
     np.testing.assert_array_equal(full, [False, True])  # at its dataset bits: nothing left to gain
     assert capacity.sizes_for((0.5, 1.0, 1.01), 1000, 60.0) == [8, 17]
     sizes, data = [10, 20, 40], [100.0, 200.0, 400.0]
-    assert capacity.plateaued(sizes, [100.0, 150.0, 152.0], data, 0.05)
-    assert not capacity.plateaued(sizes, [100.0, 150.0, 200.0], data, 0.05)  # still growing
-    assert not capacity.plateaued(sizes, [100.0, 200.0, 204.0], [100.0, 200.0, 205.0], 0.05)  # all stored
+    assert capacity_curves.plateaued(sizes, [100.0, 150.0, 152.0], data, 0.05)
+    assert not capacity_curves.plateaued(sizes, [100.0, 150.0, 200.0], data, 0.05)  # still growing
+    stored_all = [100.0, 200.0, 205.0]
+    assert not capacity_curves.plateaued(sizes, [100.0, 200.0, 204.0], stored_all, 0.05)  # all stored
     assert capacity.next_sizes([16, 32, 64], 2.0, 2) == [128, 256]
 
 
@@ -149,16 +151,16 @@ def _rows(bits_at, seeds=(0, 1), sizes=(10, 20), **extra):
 def test_curve_takes_the_best_size_per_seed_and_judges_the_last_doubling():
     small = [[None, 50.0, 80.0, 90.0], [None, 40.0, 70.0, 80.0]]  # [seed][budget], 10 items
     large = [[20.0, 60.0, 100.0, 104.0], [10.0, 30.0, 60.0, 70.0]]
-    points = capacity_curve.curve(_rows([small, large]), n_params=100)
+    points = capacity_curves.curve(_rows([small, large]), n_params=100)
     assert [p["bits"] for p in points] == [[20.0, 10.0], [60.0, 40.0], [100.0, 70.0], [104.0, 80.0]]
     assert [p["best_size"] for p in points][-1] == [20, 10]
     assert points[0]["sizes"] == [20] and points[-1]["bits_per_param"] == pytest.approx(0.92)
-    flat = capacity_curve.flatness(points, tol=0.05)  # median 92 at 80 vs 85 at 40: +7.6 %
+    flat = capacity_curves.flatness(points, tol=0.05)  # median 92 at 80 vs 85 at 40: +7.6 %
     assert (
         not flat["flat"] and flat["gain"] == pytest.approx(7 / 92) and (flat["from"], flat["to"]) == (40, 80)
     )
-    assert capacity_curve.flatness(points, tol=0.08)["flat"]
-    assert capacity_curve.flatness(points[:1], tol=0.5) == {
+    assert capacity_curves.flatness(points, tol=0.08)["flat"]
+    assert capacity_curves.flatness(points[:1], tol=0.5) == {
         "flat": False,
         "gain": None,
         "from": None,
@@ -169,11 +171,11 @@ def test_curve_takes_the_best_size_per_seed_and_judges_the_last_doubling():
     diverged[2] = dataclasses.replace(
         diverged[2], diverged=True
     )  # size 20, seed 0: its seed falls back to size 10
-    assert capacity_curve.curve(diverged, 100)[-1]["bits"] == [90.0, 80.0]
+    assert capacity_curves.curve(diverged, 100)[-1]["bits"] == [90.0, 80.0]
     budgets = [10.0, 20.0, 40.0, 80.0]
-    assert capacity_curve.member_saturated(budgets, [1.0, 2.0, 3.0, 3.1], 100.0, 0.05)
-    assert not capacity_curve.member_saturated(budgets, [1.0, 2.0, 3.0, 3.5], 100.0, 0.05)
-    assert capacity_curve.member_saturated(budgets, [None, 50.0, 90.0, 96.0], 100.0, 0.05)  # stored all
+    assert capacity_curves.member_saturated(budgets, [1.0, 2.0, 3.0, 3.1], 100.0, 0.05)
+    assert not capacity_curves.member_saturated(budgets, [1.0, 2.0, 3.0, 3.5], 100.0, 0.05)
+    assert capacity_curves.member_saturated(budgets, [None, 50.0, 90.0, 96.0], 100.0, 0.05)  # stored all
     assert capacity_curve.exposures(100, 8, 16) == 50.0 and capacity_curve.steps_to(50.0, 16, 8) == 100
     assert capacity_curve.steps_to(10.0, 3, 8) == 4  # 3.75 steps: the 4th passes it
 

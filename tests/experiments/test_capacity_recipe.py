@@ -21,6 +21,7 @@ from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.fields import ConfigError
 from jaxcap.models import ModelConfig
 from jaxcap.models.transformer import init_params, make_apply
+from jaxcap.results import capacity_reading
 from jaxcap.results.records import CapacityRow
 from studies import capacity_ablation as ablation
 from studies import plain_reference as plain
@@ -223,7 +224,7 @@ def test_search_and_annealed_budgets_resume_to_the_same_bytes(tmp_path):
         "b0n8a50",
         "b0n8a100",
     }
-    [summary] = capacity.summarize([r for r in rows], 0.05)
+    [summary] = capacity_reading.summarize([r for r in rows], 0.05)
     assert summary.verdict_schedule == "annealed" and summary.flat.to == 100.0
     assert "annealed budget" in out.stdout and "recipe of" in out.stdout
     dead = tmp_path / "killed"

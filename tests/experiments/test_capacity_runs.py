@@ -12,8 +12,8 @@ from helpers import killer as killer_script
 from helpers import launch as _launch
 
 from jaxcap.config.base import load_config
-from jaxcap.experiments.capacity import sizes as capacity
-from jaxcap.experiments.capacity.report import saturated_capacity
+from jaxcap.results import capacity_reading
+from jaxcap.results.capacity_reading import saturated_capacity
 from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow
 
@@ -54,7 +54,7 @@ def _check_rows_report_and_rerun(workdir, stdout, capsys):
         mine = [r for r in rows if r.arch == arch]
         last = max(r.round for r in mine)
         for round_ in range(last + 1):
-            [summary] = capacity.summarize([r for r in mine if r.round <= round_], 0.05)
+            [summary] = capacity_reading.summarize([r for r in mine if r.round <= round_], 0.05)
             assert summary.plateau == (round_ == last) or round_ == last == 1
         assert {r.dataset_size for r in mine if r.round == 0} == {4, 8}
         assert {r.dataset_size for r in mine if r.round == 1} <= {16}
@@ -129,7 +129,7 @@ def _check_killed_run_resumes_to_the_same_bytes(straight, dead):
 
 
 def summarize_rows(rows: list[CapacityRow], arch: int) -> CapacitySummary:
-    [summary] = capacity.summarize([r for r in rows if r.arch == arch], 0.05, 0.05)
+    [summary] = capacity_reading.summarize([r for r in rows if r.arch == arch], 0.05, 0.05)
     return summary
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxcap.experiments.capacity.report import saturated_capacity
 from jaxcap.fields import ConfigError
 from jaxcap.meta import anchor as meta_anchor
 from jaxcap.meta import fit as meta_fit
 from jaxcap.meta import posterior as meta_posterior
 from jaxcap.meta.data import Table
+from jaxcap.results.capacity_reading import saturated_capacity
 
 
 def find(table: Table, workdir: str) -> tuple[int, dict]:

@@ -86,7 +86,7 @@ def held_out(fit: Callable, predict: Callable, x: np.ndarray, c: np.ndarray) -> 
 
 
 def fit_all(archs: list[CapacitySummary]) -> dict:
-    """Every fit over the architectures of `capacity.summarize` (those with a finite C_mem)."""
+    """Every fit over the architectures of `capacity_reading.summarize` (those with a finite C_mem)."""
     archs = [a for a in archs if np.isfinite(a.c_mem) and a.c_mem > 0]
     out: dict = {"n_archs": len(archs)}
     if not archs:

@@ -24,7 +24,7 @@ from jaxcap.results.capacity_summary import CapacitySummary
 
 
 def multiplier(reference: CapacitySummary, variant: CapacitySummary, level: float = 0.9) -> dict | None:
-    """C_variant / C_reference from two `capacity.summarize` entries: the posterior median and
+    """C_variant / C_reference from two `capacity_reading.summarize` entries: the posterior median and
     central `level` interval over the seeds both measured (None with fewer than two)."""
     ref = dict(zip(reference.c_mem_seed_ids, reference.c_mem_seeds))
     logs = [

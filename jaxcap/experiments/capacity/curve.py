@@ -1,5 +1,5 @@
-"""Bits stored against exposures: the capacity protocol's clock, the record its stop rule keeps,
-and each architecture's curve with its flatness verdict.
+"""Bits stored against exposures: the capacity protocol's clock and the record its stop rule
+keeps (each architecture's curve and its flatness verdict: jaxcap/results/capacity_curves.py).
 
 Exposures. An item's exposures are how many times training has shown it. Batches of B items are
 drawn uniformly (with replacement) from the n training items, so after s steps every item has
@@ -18,9 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
-
-from jaxcap.results.records import CapacityRow, Cursor
+from jaxcap.results.records import Cursor
 
 RECORDED = ("bits_stored", "net_bits", "exact_fraction")  # per member and budget, in the cursor
 
@@ -80,71 +78,3 @@ def make_stop_fn(sizes, batch_size: int, budgets) -> Callable[[Cursor], bool]:
         return cursor.step >= need - 1e-9
 
     return stop_fn
-
-
-def gain_over_doubling(budgets, values) -> tuple[float | None, float | None, float | None]:
-    """(relative gain, from, to): the value at the last resolved budget over the value at the
-    largest resolved budget at most half as large, (last − that) / last."""
-    known = [(b, v) for b, v in zip(budgets, values) if v is not None]
-    if not known:
-        return None, None, None
-    last_b, last_v = known[-1]
-    before = [(b, v) for b, v in known if b <= last_b / 2]
-    if not before:
-        return None, None, last_b
-    b, v = before[-1]
-    return (last_v - v) / max(abs(last_v), 1e-12), b, last_b
-
-
-def member_saturated(budgets, bits_at, dataset_bits: float, tol: float) -> bool:
-    """A member's own curve is flat over its last doubling, or it stored (nearly) everything."""
-    gain, _, _ = gain_over_doubling(budgets, bits_at)
-    full = bits_at[-1] is not None and bits_at[-1] >= (1.0 - tol) * dataset_bits
-    return bool(full or (gain is not None and gain <= tol))
-
-
-def curve(members: list[CapacityRow], n_params: int) -> list[dict]:
-    """C(E) per exposure budget: per seed the most bits any member (size, learning rate) stored
-    at E, of the members not diverged and resolved at E; median and range over seeds."""
-    points = []
-    for k, budget in enumerate(members[0].exposures):
-        per_seed: dict[int, CapacityRow] = {}
-        for r in members:
-            v = r.bits_at[k]
-            if r.diverged or v is None:
-                continue
-            if r.seed not in per_seed or v > per_seed[r.seed].bits_at[k]:
-                per_seed[r.seed] = r
-        best = [per_seed[s] for s in sorted(per_seed)]
-        bits = [r.bits_at[k] for r in best]
-        median = float(np.median(bits)) if bits else None
-        points.append(
-            {
-                "exposures": budget,
-                "seeds": sorted(per_seed),
-                "bits": bits,
-                "median": median,
-                "min": min(bits, default=None),
-                "max": max(bits, default=None),
-                "bits_per_param": None if median is None else median / n_params,
-                "best_size": [r.dataset_size for r in best],
-                "sizes": sorted({r.dataset_size for r in members if r.bits_at[k] is not None}),
-            }
-        )
-    return points
-
-
-def annealed_curve(rows: list[CapacityRow], n_params: int) -> list[dict]:
-    """C(E) over annealed budgets: each budget E is its own runs (rows with `anneal_budget` E,
-    one budget each), read like `curve`: per seed the most bits any size stored."""
-    points = []
-    for budget in sorted({r.anneal_budget for r in rows}):
-        [point] = curve([r for r in rows if r.anneal_budget == budget], n_params)
-        points.append(point)
-    return points
-
-
-def flatness(points: list[dict], tol: float) -> dict:
-    """Whether the median C(E) had flattened at its last budget (gain over the last doubling)."""
-    gain, start, end = gain_over_doubling([p["exposures"] for p in points], [p["median"] for p in points])
-    return {"flat": gain is not None and gain <= tol, "gain": gain, "from": start, "to": end, "tol": tol}

@@ -30,6 +30,7 @@ from jaxcap.experiments.capacity import report
 from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity.populations import CapacitySettings, check  # noqa: F401
 from jaxcap.models import param_count
+from jaxcap.results import capacity_curves, capacity_reading
 from jaxcap.results.records import CapacityRow, Cursor
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
 from jaxcap.training.loop import population_program, train_bucket
@@ -110,7 +111,7 @@ def measure(
                 net_bits=at["net_bits"][i][-1],
                 exact_fraction=at["exact_fraction"][i][-1],
                 ce_bits_per_item=cursor.last["ce_bits_per_item"][i],  # at the final eval
-                saturated=capacity_curve.member_saturated(
+                saturated=capacity_curves.member_saturated(
                     budgets, at["bits_stored"][i], bits, cap.saturation_tol
                 ),
                 diverged=bool(diverged[i]),
@@ -193,7 +194,7 @@ def _print_size(bucket: Bucket, rows: list[CapacityRow], size: int, budgets, wha
     print(
         f"[{bucket.name}] n = {size} ({mine[0].dataset_bits:,.0f} bits), {what}: bits/param at "
         f"{', '.join(f'{e:g}' for e in budgets)} exposures: "
-        + _bpp(capacity_curve.curve(mine, mine[0].n_params)),
+        + _bpp(capacity_curves.curve(mine, mine[0].n_params)),
         flush=True,
     )
 
@@ -216,7 +217,7 @@ def capacity_experiment(plan: Plan, store: Store) -> list[CapacityRow]:
                     bucket = run.size_bucket(arch, label, sizes, size, budget, recipe)
                     seen += _rows(plan, store, bucket, arch, round_, budget, "annealed")
                     _print_size(bucket, seen, size, [budget], "annealed")
-            [summary] = capacity.summarize(seen, cap.plateau_tol, cap.saturation_tol)
+            [summary] = capacity_reading.summarize(seen, cap.plateau_tol, cap.saturation_tol)
             flat = summary.flat
             gain = "—" if flat.gain is None else f"{flat.gain:+.1%}"
             print(

@@ -1,4 +1,4 @@
-"""The capacity report's figures, from `capacity.summarize` and `capacity_fit.fit_all` output.
+"""The capacity report's figures, from `capacity_reading.summarize` and `capacity_fit.fit_all` output.
 
 - exposure_curve.png: bits stored C(E) against exposures per item, one line per architecture
   (median over seeds, band: min–max) for the constant-rate run and open diamonds (with seed
@@ -19,24 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from jaxcap.reports.figures import new_figure, save_figure
-from jaxcap.results.capacity_summary import CapacitySummary
+from jaxcap.results.capacity_summary import CapacitySummary, name
 
 LITERATURE = {"Allen-Zhu & Li 2024": 2.0, "Morris et al. 2025": 3.6}  # bits per parameter
 ALLEN_ZHU_EXPOSURES = {100: 1.0, 1000: 2.0}  # exposures -> bits per parameter, their Figure 1
-
-
-def name(a: CapacitySummary) -> str:
-    """A short architecture name: layers, d_model, heads x d_head, d_ff and N, then the numerics
-    where they are not float32 (the `:precision` variants differ only there)."""
-    model = a.model
-    numerics = [
-        f"{model[k]} {k.split('_')[0]}"
-        for k in ("param_dtype", "compute_dtype")
-        if model.get(k, "float32") != "float32"
-    ] + ([f"int{model['qat_bits']} QAT"] if model.get("qat_bits") else [])
-    return f"{a.n_layers}L d{a.d_model} {a.n_heads}x{a.d_head} ff{a.d_ff} N{a.seq_len}" + (
-        f" ({', '.join(numerics)})" if numerics else ""
-    )
 
 
 def plot_exposures(archs: list[CapacitySummary], path: Path) -> Path:

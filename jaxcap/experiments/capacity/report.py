@@ -1,115 +1,36 @@
-"""The capacity report, rebuilt from the workdir alone (config.json and capacity.jsonl), and the
-saturated capacity of one architecture for other experiments (the meta-model's reference).
+"""The capacity report, rebuilt from the workdir alone (config.json and capacity.jsonl). What
+other experiments read of a capacity workdir (its saturated C_mem) is in the results layer,
+jaxcap/results/capacity_reading.py, with the definitions (capacity_curves.py).
 
 report/report.md holds, per architecture, bits per parameter at every exposure budget (median
 and seed range) with the flatness verdict, the C_mem table at the last budget (both budgets and
 utilizations), the fits across architectures (bits per parameter, power law, Härmä et al.'s
 empirical capacity model, held-out MAPE), how the numbers compare with the published
 protocols, and each architecture's curve over dataset sizes; report/capacity.json has the
-numbers; figures: plots.py and trend.py (from 3 sizes on). Definitions: sizes.py and curve.py.
+numbers; figures: plots.py and trend.py (from 3 sizes on).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 
 from jaxcap.experiments.capacity import across_architectures as capacity_fit
-from jaxcap.experiments.capacity import curve as capacity_curve
 from jaxcap.experiments.capacity import recipe as capacity_recipe
-from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.experiments.capacity import trend as capacity_trend
 from jaxcap.experiments.capacity.compare import multiplier_lines
-from jaxcap.experiments.capacity.plots import (
-    LITERATURE,
-    name,
-    plot_bits_per_param,
-    plot_curves,
-    plot_exposures,
-)
-from jaxcap.results.capacity_summary import CapacityReport, CapacitySummary
-from jaxcap.results.records import CapacityRow
+from jaxcap.experiments.capacity.plots import LITERATURE, plot_bits_per_param, plot_curves, plot_exposures
+from jaxcap.results import capacity_curves
+from jaxcap.results.capacity_reading import read_summaries
+from jaxcap.results.capacity_summary import CapacityReport, CapacitySummary, name
 from jaxcap.results.store import Store, clean, read_jsonl, write_atomic
-
-
-def _summaries(root: Path, exposures: float | None = None) -> tuple[dict, list[CapacitySummary]]:
-    """(config, `capacity.summarize` per architecture) of a capacity workdir; with `exposures`,
-    as if training had ended at the largest budget not above it."""
-    config_path, rows_path = root / "config.json", root / "capacity.jsonl"
-    if not rows_path.exists() or not config_path.exists():
-        raise FileNotFoundError(f"{root}: no capacity run here (config.json and capacity.jsonl)")
-    config = json.loads(config_path.read_text())
-    rows = [CapacityRow.from_json(d) for d in read_jsonl(rows_path)]
-    if exposures is not None:
-        constant = [_until(r, exposures) for r in rows if r.schedule == "constant"]
-        rows = constant + [r for r in rows if r.anneal_budget and r.anneal_budget <= exposures]
-    cap = config["capacity"]
-    return config, capacity.summarize(rows, cap["plateau_tol"], cap.get("saturation_tol", 0.05))
-
-
-def _until(row: CapacityRow, exposures: float) -> CapacityRow:
-    keep = sum(e <= exposures for e in row.exposures)
-    if keep == 0:
-        raise ValueError(f"exposures: got {exposures:g}; allowed: at least {row.exposures[0]:g}")
-    bits, net, exact = row.bits_at[:keep], row.net_bits_at[:keep], row.exact_at[:keep]
-    return dataclasses.replace(
-        row,
-        exposures=row.exposures[:keep],
-        bits_at=bits,
-        net_bits_at=net,
-        exact_at=exact,
-        bits_stored=bits[-1],
-        net_bits=net[-1],
-        exact_fraction=exact[-1],
-    )
-
-
-def saturated_capacity(workdir: str | Path, arch: int | str | dict, exposures: float | None = None) -> dict:
-    """One architecture's memorization capacity in bits, read from a capacity workdir.
-
-    `arch`: its index in `sweep.buckets`, its bucket label, or model fields it must match (e.g.
-    {"d_model": 16, "n_layers": 2}). Returns C_mem at the last exposure budget (or the largest
-    budget <= `exposures`): `bits` (median over seeds), `min`, `max`, `n_params`, and
-    `saturated`: True when the bits-vs-exposures curve had flattened there and the dataset sizes
-    had plateaued, i.e. `bits` is the capacity; False: it is only a lower bound.
-    """
-    _, archs = _summaries(Path(workdir), exposures)
-    if isinstance(arch, int):
-        found = [a for a in archs if a.arch == arch]
-    elif isinstance(arch, str):
-        found = [a for a in archs if a.label == arch]
-    else:
-        found = [a for a in archs if all(a.model.get(k) == v for k, v in arch.items())]
-    if len(found) != 1:
-        known = "; ".join(f"{a.arch}: {a.label or name(a)}" for a in archs)
-        raise ValueError(
-            f"arch: got {arch!r}, which matches {len(found)} architectures; allowed: one of {known}"
-        )
-    [a] = found
-    return {
-        "bits": a.c_mem,
-        "min": a.c_min,
-        "max": a.c_max,
-        "seeds": a.c_mem_seeds,
-        "workdir": str(workdir),
-        "saturated": a.is_capacity,
-        "flat": a.flat.flat,
-        "plateau": a.plateau,
-        "gain": a.flat.gain,
-        "exposures": a.flat.to,
-        "n_params": a.n_params,
-        "bits_per_param": a.bits_per_param,
-        "label": a.label,
-        "model": a.model,
-    }
 
 
 def load(store: Store) -> tuple[dict, list[CapacitySummary], dict, float]:
     """(config, per-architecture summaries, fits, summed wall time) of a capacity workdir."""
-    config, archs = _summaries(store.root)
+    config, archs = read_summaries(store.root)
     wall = sum(r["wall_s"] for r in read_jsonl(store.root / "capacity_time.jsonl"))
     return config, archs, capacity_fit.fit_all(archs), wall
 
@@ -153,7 +74,7 @@ def exposure_table(archs: list[CapacitySummary], key: str = "exposure_curve") ->
             for e in budgets
         ]
         cells = ["—" if m is None else f"{m:.2f} [{lo:.2f}–{hi:.2f}]" for m, lo, hi in per_param]
-        flat = capacity_curve.flatness([p.to_json() for p in getattr(a, key)], a.flat.tol)
+        flat = capacity_curves.flatness([p.to_json() for p in getattr(a, key)], a.flat.tol)
         span = "—" if flat["gain"] is None else f"{flat['gain']:+.1%} ({flat['from']:g} → {flat['to']:g})"
         mine = (key == "annealed_curve") == (a.verdict_schedule == "annealed")
         lines.append(
@@ -204,7 +125,8 @@ def format_text(store: Store) -> str:
         *capacity_recipe.annealed_lines(archs, exposure_table(archs, "annealed_curve")),
         f"A C_mem is a capacity when C(E) gained at most {cap['saturation_tol']:.0%} over the last doubling "
         f"of exposures and the sizes plateaued (the largest stores < {1 + cap['plateau_tol']:.2f} x the "
-        f"best smaller one and < {capacity.MEMORIZED:.0%} of its bits); otherwise it is a lower bound.",
+        f"best smaller one and < {capacity_curves.MEMORIZED:.0%} of its bits); otherwise it is a lower "
+        "bound.",
         literature(archs),
         "",
         "| arch | params (embedding, head) | H x d_head | C_mem bits: median [min, max] | bits/param "

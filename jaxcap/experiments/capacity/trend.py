@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from jaxcap.experiments.capacity.plots import LITERATURE, name
+from jaxcap.experiments.capacity.plots import LITERATURE
 from jaxcap.reports.figures import new_figure, save_figure
-from jaxcap.results.capacity_summary import CapacitySummary
+from jaxcap.results.capacity_summary import CapacitySummary, name
 
 PER = {"param": "bits per parameter", "body": "bits per non-embedding parameter"}
 

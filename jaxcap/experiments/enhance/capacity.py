@@ -3,9 +3,9 @@
 Every enhance fit trains the reference family (uniformly random labels) at several dataset sizes
 for every variant; nothing about random labels generalizes, so every bit predicted better than
 chance on the training set was memorized (Morris et al. [1]). This module turns those population
-rows into capacity rows and hands them to the capacity experiment's code unchanged. The bits are
-the unclipped net bits (a conservative lower bound), and C_mem is a lower bound where the sizes
-did not plateau.
+rows into capacity rows and hands them, unchanged, to the capacity code the results layer holds
+(jaxcap/results/capacity_reading.py). The bits are the unclipped net bits (a conservative lower
+bound), and C_mem is a lower bound where the sizes did not plateau.
 
 Details: docs/design/enhance.md#memorized-bits-from-population-rows.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from jaxcap import tasks
-from jaxcap.experiments.capacity import sizes as capacity
 from jaxcap.meta.data import arch_fields, family_name, read_rows, source
+from jaxcap.results import capacity_curves, capacity_reading
 from jaxcap.results.capacity_summary import CapacitySummary
 from jaxcap.results.records import CapacityRow, MemberRow
 from jaxcap.results.store import Store
@@ -51,8 +51,8 @@ def _saturated(rows: list[MemberRow]) -> dict[tuple, bool]:
                 out[(where, bucket, r.member)] = False
                 continue
             bits, targets = _bits_and_targets(r)
-            series = capacity.estimated_bits(bits, targets, loss[:, r.member])
-            flat = capacity.saturated(
+            series = capacity_curves.estimated_bits(bits, targets, loss[:, r.member])
+            flat = capacity_curves.saturated(
                 series[:, None], SATURATION_WINDOW, SATURATION_TOL, bits / targets, np.array([bits])
             )
             out[(where, bucket, r.member)] = bool(flat[0])
@@ -76,7 +76,7 @@ def capacity_rows(rows: list[MemberRow], archs: list[dict], labels: list[str]) -
         a = archs.index(arch_fields(r))
         bits, targets = _bits_and_targets(r)
         diverged = r.status == "diverged" or not np.isfinite(r.final.get("train_loss", np.nan))
-        net = 0.0 if diverged else float(capacity.estimated_bits(bits, targets, r.final["train_loss"]))
+        net = 0.0 if diverged else float(capacity_curves.estimated_bits(bits, targets, r.final["train_loss"]))
         out.append(
             CapacityRow(
                 bucket=r.bucket,
@@ -104,7 +104,7 @@ def capacity_rows(rows: list[MemberRow], archs: list[dict], labels: list[str]) -
 def memorization(rows: list[MemberRow], archs: list[dict], labels: list[str]) -> list[dict]:
     """Per variant: C_mem (median, range over seeds), bits/param and both multipliers over the
     baseline (architecture 0): of the medians, and per seed paired by seed (its range)."""
-    summaries = capacity.summarize(capacity_rows(rows, archs, labels), PLATEAU_TOL)
+    summaries = capacity_reading.summarize(capacity_rows(rows, archs, labels), PLATEAU_TOL)
     base = next((s for s in summaries if s.arch == 0), None)
     out = []
     for s in summaries:

@@ -28,14 +28,14 @@ def memorization_section(mem: list[dict], reference: str) -> str:
         return f"## Memorization in bits\n\n(no `{reference}` rows: no random-data reference family)\n"
     return (
         f"## Memorization in bits ({reference})\n\nC_mem per variant as "
-        "jaxcap/experiments/capacity/sizes.py defines it "
+        "jaxcap/results/capacity_reading.py defines it "
         "(per seed the most bits any dataset size stored, best hyperparameters; median [min, max] over "
         "seeds), here from each member's final training loss: net bits = dataset bits - code length, "
         "the unclipped lower bound of bits stored. A point estimate with seed ranges, not a posterior "
         "interval (the multipliers pair seeds); 'no: lower bound' in the plateau column means the "
-        "largest dataset size had not reached capacity (capacity.plateaued), so C_mem only bounds it "
+        "largest dataset size had not reached capacity (capacity_curves.plateaued), so C_mem only bounds it "
         "from below. Params include the task's embedding and head; saturated members: the train-loss "
-        "curve had flattened (capacity.saturated).\n\n"
+        "curve had flattened (capacity_curves.saturated).\n\n"
         f"{enhance_capacity.format_memorization(mem)}\n"
     )
 
