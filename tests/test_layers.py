@@ -52,8 +52,6 @@ SIBLING_IMPORTS = {
     # the shared level searches hand a family's plan to the hpo experiment's entry (lazily:
     # optuna is imported only when a config asks for it)
     ("jaxcap.experiments.families", "jaxcap.experiments.hpo.sweep"),
-    # a type only (under TYPE_CHECKING): the calibration a pilot fits first is a calibrate plan
-    ("jaxcap.experiments.pilot.settings", "jaxcap.experiments.calibrate.settings"),
 }
 
 

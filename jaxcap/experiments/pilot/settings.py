@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ml_collections
 
@@ -32,9 +32,6 @@ from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS
 from jaxcap.meta.posterior import read_meta
 from jaxcap.meta.records import PosteriorMeta
 from jaxcap.results.store import clean
-
-if TYPE_CHECKING:  # the calibration a pilot fits first is a calibrate run: its section's type
-    from jaxcap.experiments.calibrate.settings import Calibration
 
 KEY = "pilot"  # the family's name in the calibrate config its runs derive from
 FAMILY = "config.pilot.family"
@@ -99,7 +96,7 @@ class PilotPlan:
 
     settings: PilotSettings
     family: Family  # the new family, every candidate level built and checked, with its covariates
-    base: Plan[Calibration] | None  # posterior='': the calibration fitted first into <workdir>/base
+    base: Plan | None  # posterior='': the calibrate run (its plan) fitted first into <workdir>/base
     base_record: dict | None  # that calibration's config.json
     base_dir: Path | None  # the posterior's workdir; None: fit `base` first
     arch: int  # the fitted architecture's index
@@ -166,7 +163,7 @@ def posterior_meta(workdir: Path) -> PosteriorMeta:
         ) from None
 
 
-def own_base(config) -> tuple[Plan[Calibration], dict]:
+def own_base(config) -> tuple[Plan, dict]:
     """posterior='': the calibration this pilot config carries (fitted into <workdir>/base), and
     its config.json."""
     if "calibrate" not in config:
