@@ -13,10 +13,11 @@ configs/pilot.py of the same variant with `pilot.family` naming the user's task 
 rebuilds the task with nothing registered: `predict` takes the path or the family name `sort`.
 The level field is the length l of the list to sort over V = 8 symbols (complexity log2
 C(l + V - 1, l) bits). Default (for a calibrate default's posterior, `runs/cal_s0`: its
-d_model-32 model for 1,000 steps): lengths 1 ... 16 padded to 16, spanning what that model learns
-and what it does not (docs/meta-model.md, "Your own task from a few pilots"). `:smoke` pilots
-lengths 1 ... 8 with k = 2 pilot levels on configs/calibrate.py:smoke's tiny fit (fitted first
-into <workdir>/base); examples/sort.py:candidates holds the same candidate levels as a population.
+d_model-32 model for 1,000 steps): lengths 2 ... 48 padded to 48; that model sorts 3 and 8
+symbols and is at the threshold at 16 (docs/meta-model.md, "Your own task from a few pilots"), so
+they span what it learns and what it does not. `:smoke` pilots lengths 2 ... 8 with k = 2 pilot
+levels on configs/calibrate.py:smoke's tiny fit (fitted first into <workdir>/base);
+examples/sort.py:candidates (`:candidates_smoke`) holds the same candidates as a population.
 """
 
 from pathlib import Path
@@ -27,7 +28,7 @@ from jaxcap.fields import defaults
 
 PILOT = Path(__file__).resolve().parents[1] / "configs" / "pilot.py"
 SORT = "examples/sort_task.py:SortTask"
-LENGTHS = (1, 2, 3, 4, 6, 8, 11, 16)  # the default's candidates, padded to max_length 16
+LENGTHS = (2, 4, 8, 12, 16, 24, 32, 48)  # the default's candidates, padded to max_length 48
 SMOKE_LENGTHS = (2, 3, 4, 6, 8)  # length 1 has 8 inputs: too few to hold out val and test
 
 
