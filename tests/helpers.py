@@ -3,6 +3,7 @@ command lines of a launch, the kill-and-resume machinery, and the smoke configs 
 rows. Test files import from here, never from one another (pytest puts tests/ on sys.path
 because conftest.py lives there)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -66,6 +67,31 @@ def launch(*args, killer_code: str = "", check: bool = True, env=None, module="j
     if check and out.returncode != 0:
         raise AssertionError(f"exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
     return out
+
+
+# a pilot launch that dies like SIGKILL right after the first round's line reached pilot.jsonl
+KILL_AFTER_ROUND_1 = """
+import os, sys
+from jaxcap.experiments.pilot import rounds
+append = rounds.append_round
+def append_then_die(*args, **kwargs):
+    append(*args, **kwargs)
+    os._exit(137)
+rounds.append_round = append_then_die
+from absl import app
+from jaxcap.main import launch
+sys.argv = ["launch", *sys.argv[1:]]
+app.run(launch.main, flags_parser=launch._parse)
+"""
+
+
+def pilot_choices(workdir) -> list[tuple]:
+    """Each round of a pilot workdir's pilot.jsonl: (round, level, value, seeds, trials, successes)."""
+    lines = (workdir / "pilot.jsonl").read_text().splitlines()
+    return [
+        (r["round"], r["level"], r["value"], r["seeds"], r["trials"], r["successes"])
+        for r in map(json.loads, lines)
+    ]
 
 
 def capacity_row(**fields):

@@ -3,6 +3,7 @@
     python -m jaxcap.predict --posterior runs/calibrate --task modulo --level 16 40 97
     python -m jaxcap.predict --posterior runs/calibrate --task parity --complexity 8 --arch a0
     python -m jaxcap.predict --posterior runs/calibrate --task parity --level 3 --arch d_model=128 --json
+    python -m jaxcap.predict --posterior runs/sort_pilot --task examples/sort_task.py:SortTask --level 3
 
 For each query level of family F: P(learned) with its 50% and 90% credible intervals and every
 fitted family's boundary b* = C/θ. A level is a value of the family's level field or its
@@ -22,7 +23,15 @@ from jaxcap.main import cli
 from jaxcap.meta.arch_query import QueryError, resolve_arch
 from jaxcap.meta.difficulty import COVARIATES, covariate_name
 from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.prediction import Prediction, check_family, predict, read_posterior, resolve_levels
+from jaxcap.meta.prediction import (
+    Prediction,
+    check_family,
+    covariate_note,
+    predict,
+    read_posterior,
+    resolve_family,
+    resolve_levels,
+)
 
 
 def _print(posterior: Posterior, results: list[Prediction]) -> None:
@@ -33,7 +42,7 @@ def _print(posterior: Posterior, results: list[Prediction]) -> None:
     covariates = {meta.families[lv.family]: lv.covariate for lv in meta.levels}
     for r in results:
         where = "in the fit" if r.family_in_fit else "NOT in the fit: predicted from the family population"
-        print(f"{r.arch} | task {r.family} ({where})")
+        print(f"{r.arch} | task {r.family} ({where}); covariate {covariate_note(posterior, r.family)}")
         if r.pilot:
             print(f"  rests on {r.pilot.pilots} pilot levels, {r.pilot.runs} runs (base fit: {r.pilot.base})")
         for pt in r.points:
@@ -57,7 +66,12 @@ def _print(posterior: Posterior, results: list[Prediction]) -> None:
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_string("posterior", None, "A calibrate workdir or its posterior.nc.", flag_values=FLAGS)
-flags.DEFINE_string("task", None, "Task family, e.g. modulo or binop:add.", flag_values=FLAGS)
+flags.DEFINE_string(
+    "task",
+    None,
+    "Task family, e.g. modulo or binop:add, or a task's import path (examples/sort_task.py:SortTask).",
+    flag_values=FLAGS,
+)
 flags.DEFINE_list(
     "level", [], "Values of the family's level field (--level 16 40 97 or 16,40,97).", flag_values=FLAGS
 )
@@ -103,10 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: bits > 0")
     try:
         posterior = read_posterior(FLAGS.posterior)
-        check_family(posterior, FLAGS.task, FLAGS.new_family)
-        points = resolve_levels(posterior, FLAGS.task, FLAGS.level, complexity)
+        family = resolve_family(posterior, FLAGS.task)  # a task's import path: its family
+        check_family(posterior, family, FLAGS.new_family)
+        points = resolve_levels(posterior, family, FLAGS.level, complexity)
         results = [
-            predict(posterior, FLAGS.task, points, a, FLAGS.seed) for a in resolve_arch(posterior, FLAGS.arch)
+            predict(posterior, family, points, a, FLAGS.seed) for a in resolve_arch(posterior, FLAGS.arch)
         ]
     except (OSError, QueryError) as e:
         print(f"predict error: {e}", file=sys.stderr)

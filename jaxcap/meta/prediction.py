@@ -159,6 +159,40 @@ def resolve_levels(
     return points
 
 
+def resolve_family(posterior: Posterior, task: str) -> str:
+    """The family `--task` names: a family name as given, or a task's import path (a task from
+    outside jaxcap, "path/to/file.py:Class" or "package.module:Class"), resolved to the family
+    whose levels record that path (`task_name`), else to the family name its spec gives."""
+    meta = posterior.meta
+    where = task.split(":")[0]
+    if task in meta.families or ":" not in task or not ("/" in where or "." in where):
+        return task  # a family name (binop:add is one: its operation, not a path)
+    for lv in meta.levels:  # the path as the family's rows recorded it
+        if lv.fields.get("task_name") == task:
+            return meta.families[lv.family]
+    from jaxcap.tasks import task_class
+
+    try:
+        return task_class(task)().spec.family
+    except Exception as e:  # the user's file: one line naming what did not load
+        raise QueryError(f"--task {task}: not a fitted family, and the task does not load: {e}") from None
+
+
+def covariate_note(posterior: Posterior, family: str) -> str:
+    """What a family's covariate is, in words (the unit of its --complexity and its boundary)."""
+    f = posterior.family_index(family)
+    name = next((lv.covariate for lv in posterior.meta.levels if lv.family == f), None) or covariate_name(
+        family
+    )
+    if name != "complexity_bits":
+        return f"{name} (a structural difficulty; nominal bits beside it)"
+    info = posterior.meta.family_info[f] if f is not None else None
+    measure = info.fixed.get("complexity") if info is not None else None
+    if isinstance(measure, str):  # a dataset task: bits measured from its examples
+        return f"complexity_bits, measured from the data by the {measure!r} measure"
+    return "complexity_bits (the task's nominal bits)"
+
+
 def fitted_range(posterior: Posterior, family: str) -> tuple[str, list[float] | None]:
     """(covariate name, [min, max] of the covariate over the family's fitted levels, or None)."""
     f = posterior.family_index(family)

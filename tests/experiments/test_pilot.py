@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import ROOT, launch
+from helpers import KILL_AFTER_ROUND_1, ROOT, launch, pilot_choices
 
 from jaxcap.config.base import checked_plan, load_config
 from jaxcap.experiments.pilot.posterior_out import append_family, level_effects, take
@@ -18,28 +18,6 @@ from jaxcap.meta.pilot.fit import fit_family, prior_particles
 from jaxcap.meta.records import LevelInfo, PosteriorMeta
 
 SMOKE = ["--config", "configs/pilot.py:smoke"]
-# dies like SIGKILL right after the first round's line reached pilot.jsonl
-KILL_AFTER_ROUND_1 = """
-import os, sys
-from jaxcap.experiments.pilot import rounds
-append = rounds.append_round
-def append_then_die(*args, **kwargs):
-    append(*args, **kwargs)
-    os._exit(137)
-rounds.append_round = append_then_die
-from absl import app
-from jaxcap.main import launch
-sys.argv = ["launch", *sys.argv[1:]]
-app.run(launch.main, flags_parser=launch._parse)
-"""
-
-
-def choices(workdir) -> list[tuple]:
-    lines = (workdir / "pilot.jsonl").read_text().splitlines()
-    return [
-        (r["round"], r["level"], r["value"], r["seeds"], r["trials"], r["successes"])
-        for r in map(json.loads, lines)
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +65,7 @@ def test_smoke_end_to_end(smoke):
 @pytest.mark.slow
 def test_predict_answers_for_the_pilot_family(smoke):
     workdir, _ = smoke
-    tried = choices(workdir)[0][2]
+    tried = pilot_choices(workdir)[0][2]
 
     def predict(*args):
         return launch("--posterior", workdir, *args, module="jaxcap.predict", timeout=300)
@@ -96,7 +74,7 @@ def test_predict_answers_for_the_pilot_family(smoke):
     assert "task parity (in the fit)" in text and "pilot levels" in text and "runs (base fit: " in text
     (result,) = json.loads(predict("--task", "parity", "--level", str(tried), "6", "--json").stdout)
     pilot = result["pilot"]
-    assert pilot["pilots"] == len(choices(workdir)) and pilot["runs"] >= pilot["pilots"]
+    assert pilot["pilots"] == len(pilot_choices(workdir)) and pilot["runs"] >= pilot["pilots"]
     assert [p["seen_level"] for p in result["points"]] == [True, tried == 6]
     assert all(0 <= p["p"] <= 1 for p in result["points"]) and "parity" in result["boundaries"]
     (other,) = json.loads(predict("--task", "modulo", "--level", "5", "--json").stdout)
@@ -108,12 +86,12 @@ def test_killed_after_a_round_resumes_to_the_same_choices(smoke, tmp_path):
     workdir = tmp_path / "w"
     killed = launch(*SMOKE, "--workdir", workdir, killer_code=KILL_AFTER_ROUND_1, check=False)
     assert killed.returncode == 137, killed.stderr[-2000:]
-    assert len(choices(workdir)) == 1
+    assert len(pilot_choices(workdir)) == 1
     resumed = launch(*SMOKE, "--workdir", workdir)
     assert "pilot round 1: trains" not in resumed.stdout  # the recorded round is not redone
-    assert choices(workdir) == choices(smoke[0])
+    assert pilot_choices(workdir) == pilot_choices(smoke[0])
     again = launch(*SMOKE, "--workdir", workdir)
-    assert "== pilot pass" not in again.stdout and choices(workdir) == choices(smoke[0])
+    assert "== pilot pass" not in again.stdout and pilot_choices(workdir) == pilot_choices(smoke[0])
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ information gain about the family's boundary b* under the calibrated posterior
 `stop_factor` or `k` levels are spent, then writes <workdir>/posterior.nc: the calibrated
 posterior with the family appended as a fitted one (posterior_out.py), so that
 `python -m jaxcap.predict --posterior <workdir> --task <family>` answers for it and says how
-many pilots the answer rests on. The pilots train the posterior's own model and budget
+many pilots the answer rests on, and table.json (the base table with the pilot rows, which
+`jaxcap.main.out_of_grid` scores against). The pilots train the posterior's own model and budget
 (its config.json). Rerunning resumes: recorded rounds are kept, and the base fit of a config
 that fits its own posterior first (configs/pilot.py:smoke) resumes as any calibrate run does.
 """
@@ -19,10 +20,11 @@ from pathlib import Path
 
 from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, resolve
-from jaxcap.experiments.pilot.posterior_out import append_family
+from jaxcap.experiments.pilot.posterior_out import append_family, joined_table
 from jaxcap.experiments.pilot.report import headline, pilot_report
 from jaxcap.experiments.pilot.rounds import Rounds, run_rounds
 from jaxcap.experiments.pilot.settings import PilotPlan
+from jaxcap.meta.data import read_table, save_table
 from jaxcap.meta.difficulty import family_info
 from jaxcap.meta.pilot.fit import MASS
 from jaxcap.meta.posterior import Posterior, load_posterior, save_draws
@@ -75,19 +77,23 @@ def pilot_levels(plan: PilotPlan, result: Rounds) -> tuple[list[LevelInfo], list
 
 
 def pilot_experiment(plan: Plan[PilotPlan], store: Store) -> dict:
-    """Base fit if asked for, the rounds (resumable), posterior.nc, report/pilot.md."""
+    """Base fit if asked for, the rounds (resumable), posterior.nc, table.json, report/pilot.md."""
     section: PilotPlan = plan.section
     base_dir = section.base_dir or fit_base(section, store)
     base = load_posterior(base_dir)
     architecture = section.check_posterior(base.meta)
     result = run_rounds(section, base, architecture, store)
     levels, outcomes = pilot_levels(section, result)
-    info = family_info(section.settings.name, list(section.level_fields))
+    # the family's padded sizes (max_*: not level fields) bound what a query can build
+    sizes = {k: v for k, v in section.family.task.items() if k.startswith("max_")}
+    info = family_info(section.settings.name, [{**f, **sizes} for f in section.level_fields])
     summary = record(section, result, base_dir, base)
     posterior = append_family(
         base, result.fit, section.settings.name, info, levels, outcomes, summary, section.settings.seed
     )
     save_draws(store.root / "posterior.nc", posterior)
+    base_table = read_table(base_dir / "table.json")
+    save_table(joined_table(base_table, result.table, section.arch, levels), store.root / "table.json")
     written = pilot_report(store)
     print(headline(summary), flush=True)
     print(f"wrote {', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root}", flush=True)

@@ -9,7 +9,9 @@ level's outcome, p(δ | y) ∝ N(δ; 0, σ) BetaBinomial(y | n, P(δ), ρ) (the 
 likelihood, jaxcap/meta/model.py), by sampling-importance-resampling of `EFFECT_DRAWS` prior
 draws of δ (Rubin 1988; Smith & Gelfand 1992). Then every reader of a posterior (predict,
 boundaries) answers for the family unchanged: its pilot levels use their effects, a new level
-integrates δ out.
+integrates δ out. `joined_table` is the table.json beside it: the base fit's rows and the
+pilots', coded as the appended posterior codes them, so a reader of a calibrate workdir's table
+(`python -m jaxcap.main.out_of_grid`) reads a pilot workdir too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import betabinom, binom
 
+from jaxcap.meta.data import Table
 from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot.fit import FamilyFit, Particles
 from jaxcap.meta.posterior import Posterior
@@ -89,3 +92,15 @@ def append_family(
         pilot=PilotRecord.from_json(record),
     )
     return Posterior(draws, meta)
+
+
+def joined_table(base: Table, pilots: Table | None, arch: int, levels: list[LevelInfo]) -> Table:
+    """`base` (the calibrated fit's table) with the pilot rows appended as the appended posterior
+    codes them: one more family, the pilot levels after the base levels (`levels`: their meta
+    entries, in the pilot table's order), the pilots' one architecture as the fitted `arch`."""
+    if pilots is None:
+        return base
+    f, offset = len(base.families), len(base.levels)
+    rows = [dataclasses.replace(r, arch=arch, family=f, level=offset + r.level) for r in pilots.rows]
+    mine = [dataclasses.replace(lv, family=f) for lv in levels]
+    return Table([*base.rows, *rows], base.archs, [*base.families, *pilots.families], [*base.levels, *mine])

@@ -23,6 +23,7 @@ from typing import Any
 
 import ml_collections
 
+from jaxcap import tasks
 from jaxcap.config.base import nested_run, recorded_config
 from jaxcap.config.family import Family, FamilyRun, family_config, parse_family
 from jaxcap.config.plan import Plan
@@ -223,12 +224,13 @@ def candidate_fields(family: Family) -> tuple[tuple[dict, ...], str]:
     for value in family.values:
         [bucket] = family.level_buckets([value], 1, family.architectures[:1])
         task = level_fields(bucket)  # what a row records
+        level = {
+            k: v for k, v in sorted(task.items()) if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
+        }
+        # a task from outside jaxcap: its path, as its rows record it (jaxcap.meta.data.level_fields),
+        # so the appended family_info rebuilds it with nothing registered
         fields.append(
-            {
-                k: v
-                for k, v in sorted(task.items())
-                if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
-            }
+            level | ({} if tasks.is_builtin(family.task["name"]) else {"task_name": family.task["name"]})
         )
         family_name = bucket.task.spec.family
         names.add(":".join([family_name, *(str(task[f]) for f in FAMILY_FIELDS.get(family_name, ()))]))
