@@ -29,6 +29,8 @@ from jaxcap.results.store import clean, read_jsonl, write_atomic
 
 IGNORED_TASK_FIELDS = ("n_eval",)  # the eval subset size; and every max_* field (see level_fields)
 FAMILY_FIELDS = {"binop": ("operation",)}
+# family -> its max_* fields that are levels, not sizes (the dataset task's keep-at-most knobs)
+LEVEL_MAX_FIELDS = {"dataset": ("max_difficulty", "max_length")}
 
 
 def arch_fields(row: MemberRow) -> dict:
@@ -41,12 +43,18 @@ def family_name(row: MemberRow) -> str:
     return ":".join([row.family, *extra])
 
 
+def is_level_field(family: str, name: str) -> bool:
+    """Whether a task field defines a level. `max_*` fields are sizes set from a sweep so that
+    every level shares one program (head size, padding, examples drawn), not the level itself,
+    except those `LEVEL_MAX_FIELDS` names."""
+    if name in IGNORED_TASK_FIELDS:
+        return False
+    return not name.startswith("max_") or name in LEVEL_MAX_FIELDS.get(family.split(":")[0], ())
+
+
 def level_fields(row: MemberRow) -> dict:
-    """The task fields that define a level. `max_*` fields are sizes set from a sweep so that
-    every level shares one program (head size, padding, examples drawn), not the level itself."""
-    fields = {
-        k: v for k, v in sorted(row.task.items()) if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
-    }
+    """The task fields that define a level (`is_level_field`)."""
+    fields = {k: v for k, v in sorted(row.task.items()) if is_level_field(row.family, k)}
     # a task from outside jaxcap: its path, so that the fit rebuilds it (jaxcap.meta.difficulty.task_class)
     return fields | ({"task_name": row.task_name} if row.task_name else {})
 

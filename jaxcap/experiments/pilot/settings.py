@@ -29,7 +29,7 @@ from jaxcap.config.family import Family, FamilyRun, family_config, parse_family
 from jaxcap.config.plan import Plan
 from jaxcap.experiments.families import level_fields, with_bits
 from jaxcap.fields import ConfigError, Float, Int, Str, TupleOf, from_section, setting
-from jaxcap.meta.data import FAMILY_FIELDS, IGNORED_TASK_FIELDS
+from jaxcap.meta.data import FAMILY_FIELDS, is_level_field
 from jaxcap.meta.posterior import read_meta
 from jaxcap.meta.records import PosteriorMeta
 from jaxcap.results.store import clean
@@ -224,15 +224,13 @@ def candidate_fields(family: Family) -> tuple[tuple[dict, ...], str]:
     for value in family.values:
         [bucket] = family.level_buckets([value], 1, family.architectures[:1])
         task = level_fields(bucket)  # what a row records
-        level = {
-            k: v for k, v in sorted(task.items()) if k not in IGNORED_TASK_FIELDS and not k.startswith("max_")
-        }
+        family_name = bucket.task.spec.family
+        level = {k: v for k, v in sorted(task.items()) if is_level_field(family_name, k)}
         # a task from outside jaxcap: its path, as its rows record it (jaxcap.meta.data.level_fields),
         # so the appended family_info rebuilds it with nothing registered
         fields.append(
             level | ({} if tasks.is_builtin(family.task["name"]) else {"task_name": family.task["name"]})
         )
-        family_name = bucket.task.spec.family
         names.add(":".join([family_name, *(str(task[f]) for f in FAMILY_FIELDS.get(family_name, ()))]))
     return tuple(json.loads(json.dumps(clean(fields)))), names.pop()
 
