@@ -175,16 +175,20 @@ def with_measure(table: Table, name: str) -> Table:
     """A copy of `table` whose levels' `bits` and `covariate` are measure `name`'s (rows, nominal
     complexity_bits and fields unchanged); "nominal" gives back the covariate the table was built with."""
     (fn,) = [MEASURES[n] for n in check_names([name])]
+    return with_bits(table, name, [float(fn(table.families[lv.family], lv.fields)) for lv in table.levels])
+
+
+def with_bits(table: Table, name: str, bits: list[float]) -> Table:
+    """A copy of `table` whose level i has covariate `name` of `bits[i]` bits (each > 0)."""
     levels = []
-    for lv in table.levels:
+    for lv, b in zip(table.levels, bits, strict=True):
         family = table.families[lv.family]
-        bits = float(fn(family, lv.fields))
-        if not bits > 0:
+        if not b > 0:
             label = lv.fields if lv.label is None else lv.label
             raise ValueError(
-                f"measures: {name} of {family} level {label} is {bits} bits; "
+                f"measures: {name} of {family} level {label} is {b} bits; "
                 "allowed: levels whose measure is > 0 (the model reads log bits)"
             )
         cov = covariate(family.split(":")[0], lv.fields, lv.complexity_bits)[0]
-        levels.append(dataclasses.replace(lv, bits=bits, covariate=cov if name == "nominal" else name))
+        levels.append(dataclasses.replace(lv, bits=float(b), covariate=cov if name == "nominal" else name))
     return Table(list(table.rows), [dict(a) for a in table.archs], list(table.families), levels)

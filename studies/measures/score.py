@@ -2,6 +2,9 @@
 
     python -m studies.measures.score runs/cal_s0 [--measures nominal,table_bits] [--json | --markdown]
 
+Measures: the closed forms (studies/measures/closed_form.py) and the bits measured from each
+level's examples (studies/measures/from_data.py, cached in <workdir>/data_bits.json).
+
 What it measures and why: the module docstring of studies/measures/fits.py.
 """
 
@@ -16,11 +19,11 @@ from absl import flags
 from jaxcap.main import cli
 from jaxcap.meta import fit
 from jaxcap.meta.data import read_table
-from studies.measures import closed_form
+from studies.measures import from_data
 from studies.measures.fits import markdown, score_measure, text
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
-flags.DEFINE_list("measures", list(closed_form.MEASURES), "Measures to score.", flag_values=FLAGS)
+flags.DEFINE_list("measures", list(from_data.NAMES), "Measures to score.", flag_values=FLAGS)
 flags.DEFINE_integer("warmup", 1000, "NUTS warmup draws per chain.", flag_values=FLAGS)
 flags.DEFINE_integer("samples", 1000, "NUTS draws per chain.", flag_values=FLAGS)
 flags.DEFINE_integer("chains", 4, "NUTS chains.", flag_values=FLAGS)
@@ -41,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if not workdirs:
         cli.usage_exit("a calibrate workdir is required, e.g. runs/cal_s0")
     try:
-        names = closed_form.check_names(FLAGS.measures)
+        names = from_data.check_names(FLAGS.measures)
     except ValueError as e:
         cli.usage_exit(f"--measures: {e}")
     for name in ("warmup", "samples", "chains"):
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     for w, path in zip(workdirs, paths):  # every measure of every level before any fit
         table = read_table(path)
         try:
-            tables[w] = {n: closed_form.with_measure(table, n) for n in names}
+            tables[w] = from_data.measure_tables(table, names, Path(w) / from_data.CACHE)
         except ValueError as e:
             sys.exit(f"measures score error: {w}: {e}")
     results = {

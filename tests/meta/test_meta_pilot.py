@@ -119,7 +119,7 @@ def test_a_sharp_threshold_gains_the_entropy_of_which_side_it_is_on():
     np.testing.assert_allclose(two, got, atol=0.02)
 
 
-def test_next_pilot_picks_the_most_informative_untried_level_and_few_seeds_when_they_agree():
+def test_next_pilot_picks_the_most_informative_untried_level_and_few_seeds_when_they_agree(monkeypatch):
     parts = pilot_fit.prior_particles(fake_posterior(), arch=0, seed=0)
     fit = pilot_fit.fit_family(parts)
     cands = np.log(np.geomspace(10, 1e6, 15))
@@ -130,6 +130,10 @@ def test_next_pilot_picks_the_most_informative_untried_level_and_few_seeds_when_
     assert j != i
     with pytest.raises(ValueError, match="no untried"):
         information.next_pilot(fit, cands, [], (1,), seed=0)
+    # gains that rounded below 0 (particles that agree): the most seeds, not a StopIteration
+    negative = lambda fit, log_bits, trials, seed, edges=None: np.full(len(log_bits), -1e-17 / trials)
+    monkeypatch.setattr(information, "information_gain", negative)
+    assert information.next_pilot(fit, cands, [0, 1], (1, 2, 4), seed=0)[1] == 4
 
 
 def test_bisection_pilot_halves_the_interval_in_log_bits():

@@ -96,7 +96,8 @@ def next_pilot(
     most = max(seed_options)
     best = int(np.argmax(gains[most]))
     top = gains[most][best]
-    seeds = next(n for n in sorted(seed_options) if gains[n][best] >= SEED_SHARE * top)
+    # a gain of ~0 can round below 0 (a fit whose particles agree): then the most seeds
+    seeds = next((n for n in sorted(seed_options) if gains[n][best] >= SEED_SHARE * top), most)
     return untried[best], seeds, {n: g.tolist() for n, g in gains.items()}
 
 

@@ -2,10 +2,11 @@
 
 `data_bits(inputs, targets, weights, kind, n_outputs, measure)` measures host arrays (a training
 split); `level_bits(task, knobs, key, measure)` measures a level of any Task from its own
-`make_data`. The measures (`MEASURES`, each a function of the table over the relevant columns):
-`lookup` (entries x log2 outputs, jaxcap/tasks/complexity/lookup.py), `compressed` (LZMA) and
-`prequential` (an online code; both jaxcap/tasks/complexity/codes.py): numpy and lzma on the
-host, well under a second for 65k examples. docs/meta-model.md#bits-from-data has them against closed forms.
+`make_data` (`level_measures`: several measures of one draw). The measures (`MEASURES`, each a
+function of the table over the relevant columns): `lookup` (entries x log2 outputs,
+jaxcap/tasks/complexity/lookup.py), `compressed` (LZMA) and `prequential` (an online code; both
+jaxcap/tasks/complexity/codes.py): numpy and lzma on the host, well under a second for 65k
+examples. docs/meta-model.md#bits-from-data has them against closed forms.
 """
 
 from __future__ import annotations
@@ -73,16 +74,24 @@ def data_bits(
     return measure_examples(inputs, targets, weights, kind, n_outputs, measure)
 
 
-def level_bits(task: Task, knobs: dict[str, Any], key: jax.Array, measure: str = "lookup") -> float:
-    """The bits of one level of `task` (any Task): its training split from `task.make_data(key,
-    knobs)` (knobs missing from `knobs` take the task's defaults; a stream's fixed training
-    sample), measured on the host."""
-    check_measure(measure)
+def level_measures(
+    task: Task, knobs: dict[str, Any], key: jax.Array, measures: tuple[str, ...] = tuple(MEASURES)
+) -> dict[str, float]:
+    """Each of `measures` of one level of `task` (any Task), from ONE draw of its training split:
+    `task.make_data(key, knobs)` (knobs missing from `knobs` take the task's defaults; a stream's
+    fixed training sample), measured on the host."""
+    for measure in measures:
+        check_measure(measure)
     values = {name: jnp.asarray(v) for name, v in {**task.default_knobs(), **knobs}.items()}
     train = task.make_data(key, values)["train"]
     spec = task.spec
-    arrays = (np.asarray(a) for a in (train.inputs, train.targets, train.weights))
-    return measure_examples(*arrays, spec.kind, spec.n_outputs, measure, causal=task.causal)
+    arrays = [np.asarray(a) for a in (train.inputs, train.targets, train.weights)]
+    return {m: measure_examples(*arrays, spec.kind, spec.n_outputs, m, causal=task.causal) for m in measures}
+
+
+def level_bits(task: Task, knobs: dict[str, Any], key: jax.Array, measure: str = "lookup") -> float:
+    """The bits of one level of `task` by `measure` (`level_measures`, one measure)."""
+    return level_measures(task, knobs, key, (measure,))[measure]
 
 
 __all__ = [
@@ -90,6 +99,7 @@ __all__ = [
     "Restricted",
     "data_bits",
     "level_bits",
+    "level_measures",
     "measure_examples",
     "relevant_columns",
     "restrict",
