@@ -27,6 +27,17 @@ SUCCESS_NMSE = 0.1  # "learned": at most a tenth of the target's variance left u
 STEP_NMSE = 0.05  # steps-to-threshold: the first eval at or below this NMSE
 
 
+# what a regression task is scored by: NMSE, lower is better (the dataset task's regress kind too)
+REGRESS_METRICS = dict(
+    metric="nmse",
+    higher_is_better=False,
+    step_threshold=STEP_NMSE,
+    success_metric="test_nmse",
+    select_metric="val_nmse",
+    success_threshold=SUCCESS_NMSE,
+)
+
+
 def regress_spec(family: str, n_points: int, dim: int, n_outputs: int, knobs=()) -> TaskSpec:
     return TaskSpec(
         family=family,
@@ -37,12 +48,7 @@ def regress_spec(family: str, n_points: int, dim: int, n_outputs: int, knobs=())
         readout="mean",
         knobs=knobs,
         input_dim=dim,
-        metric="nmse",
-        higher_is_better=False,
-        step_threshold=STEP_NMSE,
-        success_metric="test_nmse",
-        select_metric="val_nmse",
-        success_threshold=SUCCESS_NMSE,
+        **REGRESS_METRICS,
     )
 
 

@@ -24,32 +24,14 @@ from jaxcap.meta.data import read_table
 from jaxcap.results.store import clean
 from studies.measures import from_data
 from studies.measures.pilots import markdown, score_measures, summary
-from studies.pilot.lofo import PRIOR_NUTS, check_table
+from studies.pilot.lofo import check_table, define_fold_flags, fold_nuts
 
 DEFAULT = ["nominal", "table_bits", *from_data.DATA_MEASURES]
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_list(
     "measures", DEFAULT, f"Measures to score, of {', '.join(from_data.NAMES)}.", flag_values=FLAGS
 )
-flags.DEFINE_integer(
-    "k", 2, "Most pilot levels per family (scored at 0..k).", lower_bound=0, flag_values=FLAGS
-)
-flags.DEFINE_integer("warmup", PRIOR_NUTS.warmup, "NUTS warmup per chain.", lower_bound=1, flag_values=FLAGS)
-flags.DEFINE_integer("samples", PRIOR_NUTS.samples, "NUTS draws per chain.", lower_bound=1, flag_values=FLAGS)
-flags.DEFINE_integer(
-    "chains", PRIOR_NUTS.chains, "NUTS chains.", lower_bound=1, upper_bound=64, flag_values=FLAGS
-)
-flags.DEFINE_float(
-    "target_accept", PRIOR_NUTS.target_accept, "NUTS target acceptance.", 0.5, 0.999, flag_values=FLAGS
-)
-flags.DEFINE_integer("nuts_seed", 0, "NUTS seed.", lower_bound=0, flag_values=FLAGS)
-flags.DEFINE_integer("seed", 0, "Seed of the prior particles and the design's resampling.", flag_values=FLAGS)
-flags.DEFINE_integer("repeat", 4, "Prior particles per posterior draw.", lower_bound=1, flag_values=FLAGS)
-flags.DEFINE_string(
-    "reference", "random_labels", "The family with θ = 1 (as calibrate's).", flag_values=FLAGS
-)
-flags.DEFINE_bool("json", False, "Print JSON (default: markdown tables).", flag_values=FLAGS)
-flags.DEFINE_bool("markdown", False, "Print the markdown tables (also with --json).", flag_values=FLAGS)
+define_fold_flags(FLAGS, k=2)
 
 
 def _refuse(message: str) -> int:
@@ -74,9 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             check_table(read_table(w / "table.json"))
         except ValueError as e:
             return _refuse(f"{w}: {e}")
-    nuts = meta_fit.NutsSettings(
-        FLAGS.warmup, FLAGS.samples, FLAGS.chains, FLAGS.target_accept, FLAGS.nuts_seed
-    )
+    nuts = fold_nuts(FLAGS)
     meta_fit.reserve_chain_devices(nuts.chains)  # before JAX starts: chains in parallel
     for w in workdirs:  # every measure of every level before any fit (the data measures run JAX)
         try:

@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from absl import flags
 
 from jaxcap.meta import splits as meta_splits
 from jaxcap.meta.cells import cell_data, reference_of, stack_folds
@@ -29,6 +30,34 @@ from jaxcap.meta.records import PosteriorMeta
 
 MIN_TABLE_FAMILIES = meta_splits.MIN_FAMILIES + 1  # a fold keeps MIN_FAMILIES
 PRIOR_NUTS = NutsSettings(warmup=500, samples=1000, chains=4)  # a new family's prior needs no more
+
+
+def define_fold_flags(values: flags.FlagValues, k: int) -> None:
+    """The flags of a command that scores held-out families with k pilots (studies.pilot.score,
+    studies.measures.pilot_score): k, each fold's NUTS, the prior particles, the reference."""
+    on = {"flag_values": values}
+    flags.DEFINE_integer("k", k, "Most pilot levels per family (scored at 0..k).", lower_bound=0, **on)
+    flags.DEFINE_integer("warmup", PRIOR_NUTS.warmup, "NUTS warmup per chain.", lower_bound=1, **on)
+    flags.DEFINE_integer("samples", PRIOR_NUTS.samples, "NUTS draws per chain.", lower_bound=1, **on)
+    flags.DEFINE_integer("chains", PRIOR_NUTS.chains, "NUTS chains.", lower_bound=1, upper_bound=64, **on)
+    flags.DEFINE_float("target_accept", PRIOR_NUTS.target_accept, "NUTS target acceptance.", 0.5, 0.999, **on)
+    flags.DEFINE_integer("nuts_seed", 0, "NUTS seed.", lower_bound=0, **on)
+    flags.DEFINE_integer("seed", 0, "Seed of the prior particles and the design's resampling.", **on)
+    flags.DEFINE_integer("repeat", 4, "Prior particles per posterior draw.", lower_bound=1, **on)
+    flags.DEFINE_string("reference", "random_labels", "The family with θ = 1 (as calibrate's).", **on)
+    flags.DEFINE_bool("json", False, "Print JSON (default: markdown tables).", **on)
+    flags.DEFINE_bool("markdown", False, "Print the markdown tables (also with --json).", **on)
+
+
+def fold_nuts(values: flags.FlagValues) -> NutsSettings:
+    """Each fold's NUTS settings, from the flags `define_fold_flags` defined."""
+    return NutsSettings(
+        warmup=values.warmup,
+        samples=values.samples,
+        chains=values.chains,
+        target_accept=values.target_accept,
+        seed=values.nuts_seed,
+    )
 
 
 def check_table(table: Table) -> None:

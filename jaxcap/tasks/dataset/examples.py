@@ -16,16 +16,9 @@ from typing import Any
 import numpy as np
 
 from jaxcap.tasks.dataset import encoding
+from jaxcap.tasks.retrieval import REGRESS_METRICS
 
-SUCCESS_NMSE, STEP_NMSE = 0.1, 0.05  # regression: as the built-in regression tasks
-REGRESS_SPEC = dict(
-    metric="nmse",
-    higher_is_better=False,
-    step_threshold=STEP_NMSE,
-    success_metric="test_nmse",
-    select_metric="val_nmse",
-    success_threshold=SUCCESS_NMSE,
-)
+REGRESS_SPEC = REGRESS_METRICS  # regression: scored as the built-in regression tasks are
 
 
 def host_arrays(task: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
