@@ -1,12 +1,13 @@
 """Real data from a pip package: scikit-learn's handwritten digits at several training-set sizes.
 
-    python -c "from jaxcap.tasks.dataset.digits import export_digits; export_digits('runs/digits.npz')"
     python -m jaxcap.launch --config configs/digits.py          # 2-core CPU: minutes
     python -m jaxcap.launch --config configs/digits.py:smoke    # seconds; the tests'
+    python -m jaxcap.launch --config configs/digits.py:full     # the seed baseline; an accelerator
     python -m jaxcap.launch --config configs/digits.py:classes  # k = 2 .. 10 digits from 200 images
     python -m jaxcap.launch --config configs/digits.py:pilot --config.pilot.posterior=runs/calibrate
 
-The file (written once by the first line, `pip install -e ".[domains]"` for scikit-learn) holds
+The file runs/digits.npz (exported from scikit-learn's bundled copy the first time this config is
+read; `pip install -e ".[domains]"` installs scikit-learn) holds
 the 1,797 8x8 images as 64 pixel tokens (0..16: vocabulary 17) and their digit (10 classes), with
 a fixed split column (1,197 train, 300 val, 300 test; jaxcap/tasks/dataset/digits.py). The default
 trains the calibrate default's model and budget (2 layers, d_model 32, 1,000 steps,
@@ -28,10 +29,10 @@ from pathlib import Path
 
 from jaxcap.config.base import base_config, load_config, parse_arg
 from jaxcap.fields import defaults
-from jaxcap.tasks.dataset.digits import task_section
+from jaxcap.tasks.dataset.digits import exported, task_section
 
 ROOT = Path(__file__).resolve().parents[1]
-DIGITS = ROOT / "runs" / "digits.npz"  # written by jaxcap.tasks.dataset.digits.export_digits
+DIGITS = ROOT / "runs" / "digits.npz"  # exported from scikit-learn the first time a config reads it
 TRAIN_EXAMPLES = (10, 20, 40, 80, 160, 320, 640, 1000)
 CLASSES_AT = 200  # the pilot family's fixed training-set size
 MAX_DIGIT = tuple(range(1, 10))  # max_difficulty k - 1: the digits 0 .. k - 1, k = 2 … 10
@@ -39,12 +40,12 @@ MAX_DIGIT = tuple(range(1, 10))  # max_difficulty k - 1: the digits 0 .. k - 1, 
 
 def classes_family() -> dict:
     """The pilot's family: 200 training images, the digits 0 .. k - 1 (bits grow with k)."""
-    task = dict(task_section(str(DIGITS)), train_examples=CLASSES_AT)
+    task = dict(task_section(exported(DIGITS)), train_examples=CLASSES_AT)
     return dict(task=task, levels=dict(max_difficulty=tuple(float(m) for m in MAX_DIGIT)), overrides="")
 
 
 def get_config(arg=None):
-    variant = parse_arg(arg, ("smoke", "classes", "pilot"))
+    variant = parse_arg(arg, ("smoke", "full", "classes", "pilot"))
     if variant == "pilot":
         from jaxcap.experiments.pilot.settings import PilotSettings  # the pilot section's type
 
@@ -53,7 +54,7 @@ def get_config(arg=None):
         c.note = "the digits, 200 images, k = 2 .. 10 classes: piloted on a calibrate posterior"
         return c
     c = base_config("dataset")
-    c.task.update(task_section(str(DIGITS)))
+    c.task.update(task_section(exported(DIGITS)))
     c.sweep.seeds = 4
     # the calibrate default's model, hparams and budget (configs/calibrate.py), so the digits can
     # serve as one of its families
@@ -76,4 +77,8 @@ def get_config(arg=None):
         c.train.update(steps=40, chunk_steps=20, batch_size=16)
         c.eval.batch_size = 256
         c.note = "smoke test: a tiny model for a few steps"
+    elif variant == "full":  # the seed baseline, for an accelerator
+        c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
+        c.train.update(steps=5000, chunk_steps=500, batch_size=128)
+        c.note = "the seed baseline (2 layers, d_model 256) on 10 .. 1,000 handwritten digits"
     return c

@@ -14,6 +14,7 @@ permutation drawn from `seed`, cut at 1,197 train / 300 val / 300 test: the same
 
 from __future__ import annotations
 
+import os
 import pathlib
 from typing import Any
 
@@ -61,15 +62,25 @@ def export_digits(path: str, seed: int = SEED) -> dict[str, Any]:
     pixels, digits = load()
     split = split_of(len(digits), seed)
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    # written whole, then renamed: a reader (another process exporting it too) never sees half a file
+    tmp = pathlib.Path(path).with_name(f".{pathlib.Path(path).name}.{os.getpid()}.tmp")
     if suffix == ".npz":
-        with open(path, "wb") as f:  # np.savez would append '.npz' to another name
+        with open(tmp, "wb") as f:  # np.savez would append '.npz' to another name
             np.savez_compressed(f, inputs=pixels, target=digits, digit=digits, split=split)
     else:
         import pandas as pd
 
         frame = {"inputs": list(pixels), "target": digits, "digit": digits, "split": split}
-        pd.DataFrame(frame).to_parquet(path, index=False)
+        pd.DataFrame(frame).to_parquet(tmp, index=False)
+    os.replace(tmp, path)
     return task_section(path)
+
+
+def exported(path: str | pathlib.Path) -> str:
+    """`path`, the digits exported there first if no file is (the first config that reads them)."""
+    if not pathlib.Path(path).exists():
+        export_digits(str(path))
+    return str(path)
 
 
 def task_section(path: str) -> dict[str, Any]:
