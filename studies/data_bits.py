@@ -59,7 +59,7 @@ def measure(label: str, cfg: dict) -> dict:
     row.update(rows=t.rows, columns=f"{len(restricted.columns)} of {t.columns}", entries=restricted.entries)
     for name in complexity.MEASURES:
         start = time.perf_counter()
-        row[name] = complexity.measure_examples(
+        row[name] = complexity.data_bits(
             *arrays, task.spec.kind, task.spec.n_outputs, name, causal=task.causal
         )
         row[f"{name}_s"] = time.perf_counter() - start

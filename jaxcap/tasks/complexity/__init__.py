@@ -38,7 +38,7 @@ def check_measure(measure: str) -> Callable[[Restricted], float]:
     return MEASURES[measure]
 
 
-def measure_examples(
+def data_bits(
     inputs: np.ndarray,
     targets: np.ndarray,
     weights: np.ndarray,
@@ -47,31 +47,19 @@ def measure_examples(
     measure: str = "lookup",
     causal: bool = True,
 ) -> float:
-    """`data_bits`, with `causal` = False for a sequence task whose positions read the whole input."""
-    fn = check_measure(measure)
-    return float(fn(restrict(table_lib.build(inputs, targets, weights, kind, n_outputs, causal))))
-
-
-def data_bits(
-    inputs: np.ndarray,
-    targets: np.ndarray,
-    weights: np.ndarray,
-    kind: str,
-    n_outputs: int,
-    measure: str = "lookup",
-) -> float:
     """Bits of the labels given the inputs, by `measure`, from the examples alone.
 
     Args:
       inputs: [N, T] integer tokens.
       targets: [N] labels (classify) or [N, T] (sequence: one per position, read from the prefix
-        up to it, as a next-token task's are).
+        up to it, as a next-token task's are; `causal` = False: from the whole input).
       weights: the shape of targets; an answer with weight > 0 is scored, the rest ignored.
       kind: classify or sequence (regress is refused: no discrete answers to count).
       n_outputs: the label range, [0, n_outputs).
       measure: a key of MEASURES.
     """
-    return measure_examples(inputs, targets, weights, kind, n_outputs, measure)
+    fn = check_measure(measure)
+    return float(fn(restrict(table_lib.build(inputs, targets, weights, kind, n_outputs, causal))))
 
 
 def level_measures(
@@ -86,7 +74,7 @@ def level_measures(
     train = task.make_data(key, values)["train"]
     spec = task.spec
     arrays = [np.asarray(a) for a in (train.inputs, train.targets, train.weights)]
-    return {m: measure_examples(*arrays, spec.kind, spec.n_outputs, m, causal=task.causal) for m in measures}
+    return {m: data_bits(*arrays, spec.kind, spec.n_outputs, m, causal=task.causal) for m in measures}
 
 
 def level_bits(task: Task, knobs: dict[str, Any], key: jax.Array, measure: str = "lookup") -> float:
@@ -100,7 +88,6 @@ __all__ = [
     "data_bits",
     "level_bits",
     "level_measures",
-    "measure_examples",
     "relevant_columns",
     "restrict",
 ]

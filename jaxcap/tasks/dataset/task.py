@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcap.fields import Choice, ConfigError, Float, Int, Str
-from jaxcap.tasks.complexity import MEASURES, measure_examples
+from jaxcap.tasks.complexity import MEASURES, data_bits
 from jaxcap.tasks.contract import KINDS, SPLITS, Split, Task, TaskSpec
 from jaxcap.tasks.dataset import checks, encoding, examples
 
@@ -229,7 +229,7 @@ class Dataset(Task):
             return 0.0  # regression: the measures count discrete answers (check refuses the others)
         arrays = (a[self.train_indices(knobs)] for a in examples.host_arrays(self))
         # data_bits, with the causal switch: per-position labels read the whole input
-        return measure_examples(*arrays, self.kind, self.spec.n_outputs, self.complexity, causal=self.causal)
+        return data_bits(*arrays, self.kind, self.spec.n_outputs, self.complexity, causal=self.causal)
 
     def chance(self, knobs: dict[str, Any]) -> float:
         """Majority class (classify) or per-position majority (sequence) frequency of the train
