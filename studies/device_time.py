@@ -137,9 +137,11 @@ def capacity_runs(config) -> list[dict]:
 
 
 def calibrate_runs(config) -> list[dict]:
-    cal = build_plan(config).section  # the Calibration: every family, typed
-    design, out = cal.settings.design, []
-    for name, family in cal.families.items():
+    from jaxcap.experiments.calibrate.settings import parse_families
+
+    # every family, typed (the families alone: an enhance part predicts one variant at a time)
+    design, out = config.calibrate.design, []
+    for name, family in parse_families(config).items():
         values = family.values
         passes = [(f"{name} grid", values[: design.grid or len(values)])]
         passes += [(f"{name} round {r}", values[:1] * design.per_round) for r in range(1, design.rounds + 1)]
