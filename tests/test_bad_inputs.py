@@ -8,6 +8,7 @@ run in children of the fork server (fork_server.ForkServer), as `python -m jaxca
 without its seconds of imports each; the one that checks what a launch imports starts afresh."""
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import ENV, HOLD, ROOT
+from helpers import ENV, HOLD, ROOT, member_row
 from helpers import MODMOD_SMOKE as SMOKE
 
 from jaxcap.config.base import build_plan, load_config
@@ -67,6 +68,23 @@ def calibrate_bad_override():
     name = next(iter(c.calibrate.families))
     c.calibrate.families[name] = {**c.calibrate.families[name], "overrides": "model.norm=layer"}
     return c
+
+
+def calibrate_workdirs(*workdirs: Path):
+    """configs/calibrate.py:smoke with `config.calibrate.workdirs` set."""
+    c = load_config(f"{ROOT / 'configs' / 'calibrate.py'}:smoke")
+    c.runtime.progress = False
+    c.calibrate.workdirs = tuple(str(w) for w in workdirs)
+    return c
+
+
+def worker_without_storage(tmp: Path) -> Path:
+    """A sweep worker's workdir whose rows name trials of a shared storage that is gone (moved
+    away, or never copied with the workdir): which of its rows count cannot be told."""
+    worker = tmp / "worker"
+    Store(worker).write_config({"experiment": "hpo", "study": {"storage": str(tmp / "gone.db")}})
+    (worker / "members.jsonl").write_text(json.dumps(member_row(study="modulo/modulus=5", trial=0)) + "\n")
+    return worker
 
 
 def existing(config, files: dict[str, str | bytes] | None = None) -> Callable[[Path], Path]:
@@ -267,6 +285,11 @@ CASES = {
         lambda t: calibrate_bad_override(),
         fresh,
         "config.calibrate.families.",
+    ),
+    "calibrate workdir whose study storage is gone": Case(
+        lambda t: calibrate_workdirs(worker_without_storage(t)),
+        fresh,
+        "config.calibrate.workdirs[0]: ",
     ),
     # the run itself
     "every member diverged": Case(
@@ -484,6 +507,34 @@ def test_report_on_a_workdir_this_user_cannot_write_is_one_line(tmp_path, monkey
         f"report error: cannot write {workdir / 'report'} (Permission denied); allowed: a workdir this "
         "user can write (copy a read-only one first: cp -r)"
     )
+
+
+NO_ROWS = "no member rows (members.jsonl missing)"
+FINISHED = "allowed: a workdir a finished launch wrote (rerun its launch command to finish it)"
+REPORT_CASES = {  # workdir, what `python -m jaxcap.report` says after "report error: <workdir>: "
+    "only config.json": (existing(smoke()), f"{NO_ROWS}; {FINISHED}"),
+    "every member diverged": (  # as such a launch leaves it: evals, no member row
+        existing(smoke(), {"evals.jsonl": '{"bucket": "b0", "step": 10}\n'}),
+        f"{NO_ROWS}; evals.jsonl holds evals of a launch that stopped before a population finished "
+        f"(every member diverged, or killed); {FINISHED}",
+    ),
+    "hpo with only config.json": (existing(hpo()), f"{NO_ROWS}; {FINISHED}"),
+}
+
+
+@pytest.mark.parametrize("name", REPORT_CASES)
+def test_report_on_a_workdir_with_nothing_to_report_says_so_and_writes_nothing(tmp_path, name):
+    """Not "cannot write report/report.md.tmp ... a workdir this user can write": the workdir is
+    writable, it holds no rows."""
+    from jaxcap.main import report
+
+    make, message = REPORT_CASES[name]
+    workdir = make(tmp_path)
+    before = snapshot(workdir)
+    with pytest.raises(SystemExit) as info:
+        report.main(["--workdir", str(workdir)])
+    assert str(info.value) == f"report error: {workdir}: {message}"
+    assert snapshot(workdir) == before
 
 
 def _one_line_on_stderr(out) -> str:

@@ -46,8 +46,9 @@ def train_all(plan: Plan, store: Store, stop_fn: StopFn | None = None) -> tuple[
 
 
 def population_report(store: Store) -> list[Path]:
-    """report/: the per-level table (report.md) and the figures (jaxcap.reports.population_figures)."""
-    rows = store.members()
+    """report/: the per-level table (report.md) and the figures (jaxcap.reports.population_figures);
+    a workdir without member rows is one line, and nothing is written."""
+    rows = store.reported_members()
     table = summary.format_table(summary.levels(rows, HPARAM_NAMES), markdown=True)
     from jaxcap.reports.population_figures import population_figures  # scores, success, dynamics, gap
 

@@ -2,13 +2,15 @@
 
 The command dispatches on the workdir's `config.json` to the report of its experiment
 (`jaxcap.config.registry.EXPERIMENTS[config.experiment].report`); nothing is retrained. The
-report is written into `<workdir>/report`: a workdir this user cannot write is one line. Population
+report is written into `<workdir>/report`: a workdir this user cannot write, or one with nothing to
+report (no member rows), is one line, and nothing is written. Population
 figures: jaxcap.reports.population_figures. Flags as every jaxcap command (jaxcap.main.cli): absl,
 `--flagfile`, `--helpfull`; problems are one line (`usage error: ...`, `report error: ...`).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ from absl import flags
 
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.main import cli
-from jaxcap.results.store import Store
+from jaxcap.results.store import Store, WorkdirError
 
 FLAGS = flags.FlagValues()  # this command's own: importing it defines no global flag
 flags.DEFINE_string("workdir", None, "A run's workdir (holds config.json).", flag_values=FLAGS)
@@ -33,15 +35,31 @@ def main(argv: list[str] | None = None) -> list[Path]:
     experiment = json.loads(store.config_path.read_text()).get("experiment", "population")
     try:
         written = resolve(EXPERIMENTS[experiment].report)(store)
-    except OSError as e:  # a read-only workdir (another user's, a mounted archive), a full disk
-        where = e.filename or store.report_path
-        raise SystemExit(
-            f"report error: cannot write {where} ({e.strerror or e}); allowed: a workdir this user can "
-            "write (copy a read-only one first: cp -r)"
-        ) from None
+    except WorkdirError as e:  # nothing to report (no rows; a study storage out of reach)
+        raise SystemExit(f"report error: {e}") from None
+    except OSError as e:
+        raise SystemExit(f"report error: {_os_error(e, store)}") from None
     for path in written:
         print(path)
     return written
+
+
+def _os_error(e: OSError, store: Store) -> str:
+    """What a failed read or write says: permission only where it was refused."""
+    where, reason = e.filename or store.report_path, e.strerror or e
+    if isinstance(e, PermissionError) or e.errno == errno.EROFS:  # another user's, a mounted archive
+        return (
+            f"cannot write {where} ({reason}); allowed: a workdir this user can write (copy a "
+            "read-only one first: cp -r)"
+        )
+    if e.errno == errno.ENOSPC:
+        return f"cannot write {where} (the disk is full); allowed: free some space, then rerun"
+    if isinstance(e, FileNotFoundError):
+        return (
+            f"{store.root}: {where} is missing ({reason}); allowed: a workdir a finished launch wrote "
+            "(rerun its launch command to finish it)"
+        )
+    return f"{where}: {reason}"
 
 
 def console() -> None:

@@ -2,9 +2,10 @@
 
 Built from one or more workdirs. A workdir holding `best_trials.jsonl` (an Optuna study's best
 trials per level, same row schema as members.jsonl) is read from that file, any other from
-`members.jsonl`. Within each (architecture, family, level) the hyperparameter setting with the
-best median val metric over its seeds is kept (`jaxcap.results.outcomes`, as in the run's table): the
-question is whether the architecture can learn the level, not whether one learning rate can.
+`members.jsonl`; a sweep worker's rows count only for the trials it told (`jaxcap.results.told`).
+Within each (architecture, family, level) the hyperparameter setting with the best median val
+metric over its seeds is kept (`jaxcap.results.outcomes`, as in the run's table): the question is
+whether the architecture can learn the level, not whether one learning rate can.
 Its seeds are the rows; each seed's outcome is its `success` flag, read on test.
 
 Details: docs/design/meta-model.md#the-data-table.
@@ -23,7 +24,7 @@ from jaxcap.meta.difficulty import covariate
 from jaxcap.meta.records import LevelInfo
 from jaxcap.models import ModelConfig, param_count
 from jaxcap.models.config import PRECISION_BITS
-from jaxcap.results import outcomes
+from jaxcap.results import outcomes, told
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import clean, read_jsonl, write_atomic
 
@@ -64,12 +65,14 @@ def _key(value) -> str:
 
 
 def read_rows(workdir: str | Path) -> list[MemberRow]:
-    """A workdir's result rows: best_trials.jsonl when present, else members.jsonl; each carries
-    the workdir it came from as `extra["source"]` (the table's `source`)."""
+    """A workdir's result rows that count: best_trials.jsonl when present, else members.jsonl,
+    each trial's rows only from the worker that told it (`jaxcap.results.told`, the one rule); each
+    carries the workdir it came from as `extra["source"]` (the table's `source`)."""
     root = Path(workdir)
     best = root / "best_trials.jsonl"
     rows = read_jsonl(best if best.exists() else root / "members.jsonl")
-    return [MemberRow.from_json({**r, "source": str(root)}) for r in rows]
+    typed = [MemberRow.from_json({**r, "source": str(root)}) for r in rows]
+    return told.counted_rows(root, typed, by_rule=best.exists())
 
 
 def source(row: MemberRow) -> str:
@@ -147,8 +150,19 @@ class Table:
 
     @property
     def fingerprint(self) -> str:
+        """What a fit of the table depends on: its rows, architectures, families and levels, but
+        not where the rows were read (`source`), so a moved workdir keeps its fit."""
+        return self._hash(lambda r: {k: v for k, v in r.to_json().items() if k != "source"})
+
+    @property
+    def fingerprint_with_sources(self) -> str:
+        """The fingerprint as earlier versions computed it (sources included): a fit stamped with
+        it resumes without a refit while its workdirs stay where they were."""
+        return self._hash(TableRow.to_json)
+
+    def _hash(self, row_json) -> str:
         levels = [lv.to_json() for lv in self.levels]
-        text = _key([[r.to_json() for r in self.rows], self.archs, self.families, levels])
+        text = _key([[row_json(r) for r in self.rows], self.archs, self.families, levels])
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def arch_label(self, a: int) -> str:
@@ -244,12 +258,34 @@ def load_table(workdirs: list[str | Path]) -> Table:
 
 
 def save_table(table: Table, path: str | Path) -> Path:
-    """table.json: the coded rows and the labels behind them (what the report reads)."""
+    """table.json: the coded rows and the labels behind them (what the report reads). A row's
+    `source` inside the table's own folder is written relative to it, so a moved workdir reads the
+    same (`read_table` joins it back)."""
     path = Path(path)
-    write_atomic(path, json.dumps(clean(table.to_json()), sort_keys=True) + "\n")
+    rows = [dataclasses.replace(r, source=_relative(r.source, path.parent)) for r in table.rows]
+    data = dataclasses.replace(table, rows=rows).to_json()
+    write_atomic(path, json.dumps(clean(data), sort_keys=True) + "\n")
     return path
 
 
+def _relative(source: str, folder: Path) -> str:
+    if not source:
+        return source
+    try:
+        return Path(source).resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:  # outside the folder: as it was given
+        return source
+
+
 def read_table(path: str | Path) -> Table:
-    """A table.json written by `save_table`, this version's or an earlier one's (same keys)."""
-    return Table.from_json(json.loads(Path(path).read_text()))
+    """A table.json written by `save_table`, this version's or an earlier one's (same keys; an
+    absolute `source` an earlier one wrote reads as it is)."""
+    path = Path(path)
+    table = Table.from_json(json.loads(path.read_text()))
+    return dataclasses.replace(table, rows=[_joined(r, path.parent) for r in table.rows])
+
+
+def _joined(row: TableRow, folder: Path) -> TableRow:
+    if not row.source or Path(row.source).is_absolute():
+        return row
+    return dataclasses.replace(row, source=str(folder / row.source))

@@ -177,6 +177,24 @@ class Store:
         """members.jsonl as typed rows (jaxcap.results.records)."""
         return [MemberRow.from_json(r) for r in read_jsonl(self.members_path)]
 
+    def reported_members(self) -> list[MemberRow]:
+        """members.jsonl's rows for a report, or one line saying why there are none (a report of
+        no rows would be an empty table and blank figures)."""
+        rows = self.members()
+        if rows:
+            return rows
+        state = "empty" if self.members_path.exists() else "missing"
+        why = (
+            f"; {self.evals_path.name} holds evals of a launch that stopped before a population finished "
+            "(every member diverged, or killed)"
+            if self.evals_path.exists()
+            else ""
+        )
+        raise WorkdirError(
+            f"{self.root}: no member rows ({self.members_path.name} {state}){why}; allowed: a workdir a "
+            "finished launch wrote (rerun its launch command to finish it)"
+        )
+
     def finished_buckets(self) -> set[str]:
         return {row.bucket for row in self.members()}
 

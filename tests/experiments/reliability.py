@@ -78,20 +78,14 @@ def _create(args: list[str]) -> None:
     subprocess.run(cmd, cwd=ROOT, env=_env(), check=True, capture_output=True)
 
 
-def _as_read(storage: str, name: str, workdirs: list[Path]) -> int:
-    """Trials counted twice by a reader that reads rows as the report does (holdings.told_rows)."""
-    import optuna
-
-    from jaxcap.experiments.hpo import holdings
-    from jaxcap.experiments.hpo import study as study_lib
+def _as_read(workdirs: list[Path]) -> int:
+    """Trials counted twice by a reader that reads rows as every reader does (told.counted_rows)."""
+    from jaxcap.results import told
     from jaxcap.results.store import Store
 
-    store = study_lib.make_storage(storage, workdirs[0].parent)
-    names = [s.study_name for s in optuna.get_all_study_summaries(store) if s.study_name.startswith(name)]
-    studies = [optuna.load_study(study_name=n, storage=store) for n in names]
     seen: dict[tuple, set[str]] = {}
     for w in workdirs:
-        for r in holdings.told_rows(Store(w).members(), studies, str(w.resolve())):
+        for r in told.counted_rows(w, Store(w).members()):
             seen.setdefault((r.study, r.trial), set()).add(w.name)
     return sum(len(holders) > 1 for holders in seen.values())
 
@@ -102,7 +96,7 @@ def _summary(storage: str, name: str, workdirs: list[Path]) -> dict:
     keep = ("trials", "states", "lost", "duplicated", "left_running", "taken_over")
     return {
         **{k: counted[k] for k in keep},
-        "duplicated_as_read": _as_read(storage, name, workdirs),
+        "duplicated_as_read": _as_read(workdirs),
         "tracebacks": logs.count("Traceback"),
         "dropped_lost_trials": logs.count("another worker took it over"),
     }

@@ -1,4 +1,5 @@
-"""A trial taken over from a worker (jaxcap/experiments/hpo/claims.py, telling.py, holdings.py):
+"""A trial taken over from a worker (jaxcap/experiments/hpo/claims.py, telling.py, holdings.py,
+jaxcap/results/told.py):
 only a holder silent past its own grace period loses its trials, a worker that lost one drops it
 untold and goes on, and a reader counts each finished trial's rows once, from the workdir of the
 worker that told it. In process, on a SQLite file, with rows written by hand: nothing trains."""
@@ -11,10 +12,11 @@ import optuna
 from helpers import member_row
 from optuna.trial import TrialState
 
-from jaxcap.experiments.hpo import claims, holdings, sweep, telling
+from jaxcap.experiments.hpo import claims, sweep, telling
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.experiments.hpo import worker_rounds as rounds
 from jaxcap.experiments.hpo.level_table import HpoLevel, TrialResult
+from jaxcap.results import told
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store
 
@@ -110,11 +112,11 @@ def test_a_trial_taken_over_counts_only_in_the_workdir_of_the_worker_that_told_i
     keys = lambda rows: sorted((r.study, r.trial, r.seed) for r in rows)
     assert len(keys(a.members()) + keys(b.members())) == 2 * 4  # on disk: each trial twice
     counted = [
-        *holdings.told_rows(a.members(), [study], owner_a),
-        *holdings.told_rows(b.members(), [study], owner_b),
+        *told.told_rows(a.members(), [study], owner_a),
+        *told.told_rows(b.members(), [study], owner_b),
     ]
     assert keys(counted) == keys(b.members())  # as read: each trial once, from B
-    assert holdings.told_rows(a.members(), [study], None) == a.members()  # a private storage: all
+    assert told.told_rows(a.members(), [study], None) == a.members()  # private: every finished trial
 
     levels = [HpoLevel(study=study.study_name, best=TrialResult(trial=0))]
     for store, owner, n in ((a, owner_a, 0), (b, owner_b, 2)):

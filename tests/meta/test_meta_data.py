@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -143,6 +144,17 @@ def test_workdirs_prefer_best_trials_and_table_round_trips(tmp_path):
     assert [r.source for r in table.rows] == [str(plain), str(study)]
     again = meta_data.read_table(meta_data.save_table(table, tmp_path / "table.json"))
     assert again.fingerprint == table.fingerprint and again.rows == table.rows
+    saved = json.loads((tmp_path / "table.json").read_text())["rows"]
+    assert [r["source"] for r in saved] == ["plain", "study"]  # relative to the table's own folder
+    moved = tmp_path / "moved"
+    shutil.copytree(tmp_path, moved, ignore=shutil.ignore_patterns("moved"))
+    elsewhere = meta_data.read_table(moved / "table.json")
+    assert elsewhere.fingerprint == table.fingerprint
+    assert [r.source for r in elsewhere.rows] == [str(moved / "plain"), str(moved / "study")]
+    saved[0]["source"] = "/abs/from/an/older/version"  # an older table.json: read as it is
+    older = {**json.loads((tmp_path / "table.json").read_text()), "rows": saved}
+    (tmp_path / "old.json").write_text(json.dumps(older))
+    assert meta_data.read_table(tmp_path / "old.json").rows[0].source == "/abs/from/an/older/version"
 
 
 def test_table_row_reads_and_writes_the_keys_of_table_json():
@@ -177,7 +189,10 @@ def test_levels_are_records_written_as_the_dicts_they_were(tmp_path):
     assert json.dumps(table.to_json()["levels"]) == json.dumps(dicts)  # key order included
     rows = [r.to_json() for r in table.rows]
     old = json.dumps([rows, table.archs, table.families, dicts], sort_keys=True)
-    assert table.fingerprint == hashlib.sha1(old.encode()).hexdigest()[:16]
+    assert table.fingerprint_with_sources == hashlib.sha1(old.encode()).hexdigest()[:16]
+    unplaced = [{k: v for k, v in r.items() if k != "source"} for r in rows]  # where rows were read
+    new = json.dumps([unplaced, table.archs, table.families, dicts], sort_keys=True)
+    assert table.fingerprint == hashlib.sha1(new.encode()).hexdigest()[:16]
     path = meta_data.save_table(table, tmp_path / "table.json")
     text = path.read_text()
     again = meta_data.read_table(path)

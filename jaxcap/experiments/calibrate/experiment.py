@@ -145,6 +145,8 @@ def calibrate_experiment(plan: Plan[Calibration], store: Store) -> dict:
     stamp = _as_saved({**_stamp(table, nuts, cal.reference), **calibrate_anchor.stamp(found)})
     posterior_path = store.root / "posterior.nc"
     old = meta_posterior.read_meta(posterior_path).stamp if posterior_path.exists() else None
+    if old == {**stamp, "fingerprint": table.fingerprint_with_sources}:
+        stamp = old  # fitted on these rows, read from these workdirs, when the stamp held their paths
     if old != stamp:
         posterior, by_chain = meta_fit.fit(table, nuts, cal.reference)
         if found is not None:  # C in bits stored at saturation (jaxcap/meta/anchor.py)

@@ -21,9 +21,11 @@ import ml_collections
 from jaxcap.config.family import SEARCHES, Family, parse_family
 from jaxcap.experiments.families import with_bits
 from jaxcap.fields import Choice, ConfigError, Str, TupleOf, from_section, setting, subsection
+from jaxcap.meta.data import read_rows
 from jaxcap.meta.design import Design
 from jaxcap.meta.fit import NutsSettings
 from jaxcap.meta.validate import ValidationSettings
+from jaxcap.results.lock import WorkdirError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,13 +52,26 @@ class CapacityWorkdir:
 
 
 @dataclasses.dataclass(frozen=True)
+class FinishedWorkdir:
+    """Checker of each of config.calibrate.workdirs: its rows read as the table will read them
+    (jaxcap.results.told), so a study storage out of reach is one line before anything trains."""
+
+    def __call__(self, path: str, value) -> None:
+        Str()(path, value)
+        try:
+            read_rows(value)
+        except WorkdirError as e:
+            raise ConfigError(f"{path}: {e}") from None
+
+
+@dataclasses.dataclass(frozen=True)
 class CalibrateSettings:
     """config.calibrate: each `setting` is a field's default and rule (nested sections: their own
     dataclasses'), and the config section and its schema are generated from them."""
 
     families: Any = setting(None, Families())  # name -> dict(task=..., levels=..., overrides=...)
     architectures: tuple[str, ...] = setting(("",), TupleOf(Str()))  # bucket-style; "" is config.model
-    workdirs: tuple[str, ...] = setting((), TupleOf(Str()))  # finished workdirs whose rows join the table
+    workdirs: tuple[str, ...] = setting((), TupleOf(FinishedWorkdir()))  # whose rows join the table
     search: str = setting("grid", Choice(SEARCHES))
     reference: str = setting("random_labels", Str())  # the family whose theta is fixed to 1
     # a capacity run of the same architecture: C in bits at saturation

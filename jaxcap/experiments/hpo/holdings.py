@@ -6,7 +6,8 @@ holder's own record of it must go: its rerun drops the trial's member rows, the 
 rounds it no longer resumes and their evals. A round that lost some of its trials cannot resume
 from its checkpoint (its populations had more members), so its rerun gives the trials it still
 holds back to the queue and claims afresh. Together: every finished trial has its rows in exactly
-one workdir, the one of the worker that told it.
+one workdir, the one of the worker that told it; and every reader counts only those
+(jaxcap/results/told.py: the one rule of which rows count).
 
 Details: docs/design/hpo.md#rows-a-worker-may-count.
 """
@@ -19,6 +20,7 @@ import optuna
 from optuna.trial import TrialState
 
 from jaxcap.experiments.hpo import claims
+from jaxcap.results import told
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, read_jsonl, rewrite_jsonl
 
@@ -44,30 +46,15 @@ def give_back(studies: list[optuna.Study], owner: str, round_id: str) -> int:
     return n
 
 
-def told_rows(rows: list[MemberRow], studies: list[optuna.Study], owner: str | None) -> list[MemberRow]:
-    """The rows of `owner`'s workdir that count: those of trials it told (rows of an unfinished
-    trial, or one another worker told, are left out). `owner` None (a study storage private to
-    the workdir, which only its own worker reaches): every row."""
-    if owner is None:
-        return rows
-    trials = {(s.study_name, t.number): t for s in studies for t in s.get_trials(deepcopy=False)}
-    return [r for r in rows if r.study is None or _counts(trials.get((r.study, r.trial)), owner)]
-
-
-def _counts(trial: optuna.trial.FrozenTrial | None, owner: str) -> bool:
-    if trial is None:  # not a trial of these studies: nothing to judge it by
-        return True
-    return trial.state.is_finished() and trial.user_attrs.get("worker", owner) == owner
-
-
 def forget_lost(store: Store, studies: list[optuna.Study], owner: str, resume: str | None) -> None:
     """Drop the member rows of trials this worker no longer holds, and the checkpoints and evals of
     every round but `resume` (the one it resumes) that no told trial of it keeps."""
+    tags = told.worker_tags(store.root) | {owner}  # a moved workdir keeps what it told before
     mine = {
         (s.study_name, t.number)
         for s in studies
         for t in s.get_trials(deepcopy=False)
-        if t.user_attrs.get("worker") == owner
+        if t.user_attrs.get("worker") in tags
     }
     torn: list[tuple[int, str]] = []
     raw = read_jsonl(store.members_path, torn)  # rewritten as read: only whole rows leave

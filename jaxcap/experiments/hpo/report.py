@@ -21,7 +21,6 @@ from optuna.trial import TrialState
 
 from jaxcap import tasks
 from jaxcap.config.base import recorded_config
-from jaxcap.experiments.hpo import holdings
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.experiments.hpo.level_table import HpoLevel, TrialResult
 from jaxcap.experiments.hpo.optuna_figures import (
@@ -34,6 +33,7 @@ from jaxcap.experiments.hpo.search_space import StudySettings
 from jaxcap.fields import from_section
 from jaxcap.reports.figures import new_figure, save_figure
 from jaxcap.reports.level_summary import fmt, fmt_bits, grid
+from jaxcap.results import told
 from jaxcap.results.records import MemberRow
 from jaxcap.results.store import Store, write_atomic
 
@@ -63,14 +63,15 @@ def _result(trial: optuna.trial.FrozenTrial | None, metric: str) -> TrialResult 
     )
 
 
-def owner(store: Store, storage: str) -> str | None:
-    """The worker a workdir's trials are tagged with on a shared storage; None on its own one."""
-    return None if study_lib.private(storage) else str(store.root.resolve())
+def owner(store: Store, storage: str) -> set[str] | None:
+    """The tags a workdir's worker claimed and told its trials with on a shared storage
+    (`told.worker_tags`); None on the workdir's own storage."""
+    return None if study_lib.private(storage) else told.worker_tags(store.root)
 
 
 def summarize(store: Store) -> tuple[list[HpoLevel], list[optuna.Study]]:
     """One record per level (study): counts, the baseline trial and the best trial. Rows are read
-    as `holdings.told_rows` counts them: only those of trials this workdir's worker told."""
+    as `told.told_rows` counts them: only those of trials this workdir's worker told."""
     config = recorded_config(json.loads(store.config_path.read_text()))
     task = tasks.build(config.task.to_dict(), config.sweep.task.to_dict())
     settings = from_section(StudySettings, config.study)
@@ -79,7 +80,7 @@ def summarize(store: Store) -> tuple[list[HpoLevel], list[optuna.Study]]:
     sign = 1.0 if spec.higher_is_better else -1.0
     names = [study_lib.study_name(settings, spec.family, level) for level in levels]
     studies = [optuna.load_study(study_name=name, storage=storage) for name in names]
-    rows = holdings.told_rows(store.members(), studies, owner(store, settings.storage))
+    rows = told.told_rows(store.members(), studies, owner(store, settings.storage))
     out = []
     for level, name, study in zip(levels, names, studies):
         trials = study.get_trials(deepcopy=False)
@@ -226,7 +227,9 @@ def plot_best_vs_difficulty(levels: list[HpoLevel], path: Path) -> Path:
 
 
 def hpo_report(store: Store) -> list[Path]:
-    """report/: hpo.md with the table and the figures (it draws; the sweep writes the data)."""
+    """report/: hpo.md with the table and the figures (it draws; the sweep writes the data); a
+    workdir without member rows is one line, and nothing is written."""
+    store.reported_members()
     levels, studies = summarize(store)
     store.report_path.mkdir(exist_ok=True)
     from jaxcap.reports.population_figures import draw  # the bar shown when a rebuild takes more than 5 s

@@ -2,7 +2,7 @@
 
 '' is SQLite study.db in the workdir, 'journal' a journal file there, otherwise an RDB URL or a
 path ending in .db (SQLite) or .log (a journal file, the simplest choice for several workers):
-jaxcap/experiments/hpo/study.py opens it. A URL must parse and have its driver installed, a file
+jaxcap/results/study_storage.py opens it. A URL must parse and have its driver installed, a file
 must be creatable or writable, and a server must answer, so that a sweep never trains for an
 hour and then fails to record its first trial.
 """
@@ -10,9 +10,9 @@ hour and then fails to record its first trial.
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 from jaxcap.fields import ConfigError
+from jaxcap.results.study_storage import storage_file
 
 
 def storage_ok(spec: str) -> bool:
@@ -41,20 +41,6 @@ def check_url(url: str) -> None:
         raise ConfigError(
             f"config.study.storage: got {shown!r}, whose driver is not installed ({e}); allowed: {allowed}"
         ) from None
-
-
-def storage_file(spec: str) -> Path | None:
-    """The file of a storage spec that names one outside the workdir (a path, a sqlite URL)."""
-    if spec in ("", "journal"):
-        return None
-    if "://" not in spec:
-        return Path(spec)
-    if spec.startswith("sqlite"):
-        from sqlalchemy.engine import make_url
-
-        database = make_url(spec).database
-        return Path(database) if database and database != ":memory:" else None
-    return None
 
 
 def check_server(url: str) -> None:

@@ -36,8 +36,8 @@ from jaxcap.experiments.hpo.search_space import (
     check_search,
     parse_space,
 )
-from jaxcap.experiments.hpo.storage import storage_file
 from jaxcap.fields import ConfigError, from_section
+from jaxcap.results.study_storage import make_storage, private  # noqa: F401 (re-exported)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,31 +75,6 @@ def check(config: ml_collections.ConfigDict, plan: Plan) -> Sweep:
         baseline=baseline_params(config.to_dict(), list(space)),
         fingerprint=fingerprint.fingerprint(config),
     )
-
-
-def private(spec: str) -> bool:
-    """Whether a storage spec names the workdir's own file ('' or 'journal'): no other worker
-    reaches it, so nothing is claimed from or taken over by one."""
-    return spec in ("", "journal")
-
-
-def make_storage(spec: str, root: Path) -> optuna.storages.BaseStorage:
-    """'' -> sqlite study.db in the workdir; 'journal' -> study.log there; an RDB URL; a path
-    ending in .db (SQLite) or .log (journal file, the simplest choice for several workers). The
-    folder of a file (a path, a sqlite URL) is created."""
-    if private(spec):
-        spec = str(Path(root).resolve() / ("study.log" if spec == "journal" else "study.db"))
-    file = storage_file(spec)  # checked writable by validate (jaxcap.experiments.hpo.storage)
-    if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
-    if spec.endswith(".log") and "://" not in spec:
-        return optuna.storages.JournalStorage(
-            optuna.storages.journal.JournalFileBackend(str(Path(spec).resolve()))
-        )
-    url = spec if "://" in spec else f"sqlite:///{Path(spec).resolve()}"
-    # several processes on one SQLite file wait for its lock instead of failing (optuna#820)
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
 
 
 def sampler_seed(seed: int, level: int, trial: int) -> int:

@@ -29,6 +29,7 @@ from jaxcap.experiments.hpo import worker_rounds as rounds
 from jaxcap.experiments.hpo.level_table import HpoLevel
 from jaxcap.experiments.hpo.search_space import suggest
 from jaxcap.experiments.hpo.telling import Slot
+from jaxcap.results import told
 from jaxcap.results.store import Store, clean, write_atomic
 from jaxcap.training.loop import train_bucket
 
@@ -133,6 +134,8 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sweep, owner = plan.section, str(store.root.resolve())
     private = study_lib.private(sweep.study.storage)
+    if not private:  # the tag its trials are told with, kept should the workdir move
+        told.record_worker(store.root, owner)
     grace_s = None if private else 60.0 * plan.runtime.worker_grace_minutes
     [bucket] = plan.buckets  # the config's own shape (hpo refuses config.sweep.buckets)
     spec = bucket.task.spec
@@ -184,12 +187,12 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
 
 
 def write_best_trials(
-    store: Store, levels: list[HpoLevel], studies: list[optuna.Study], owner: str | None
+    store: Store, levels: list[HpoLevel], studies: list[optuna.Study], owner: str | set[str] | None
 ) -> Path:
     """best_trials.jsonl: the members.jsonl rows of each level's best trial, if this workdir's
-    worker told it (`holdings.told_rows`: another worker's workdir has the rows that count)."""
+    worker told it (`told.told_rows`: another worker's workdir has the rows that count)."""
     best = {(lv.study, lv.best.trial) for lv in levels if lv.best}
-    chosen = [r for r in holdings.told_rows(store.members(), studies, owner) if (r.study, r.trial) in best]
+    chosen = [r for r in told.told_rows(store.members(), studies, owner) if (r.study, r.trial) in best]
     path = store.root / "best_trials.jsonl"
     write_atomic(path, "".join(json.dumps(clean(r.to_json()), sort_keys=True) + "\n" for r in chosen))
     return path
