@@ -134,12 +134,12 @@ def run_sweep(plan: plan_lib.Plan, store: Store) -> list[optuna.Study]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sweep, owner = plan.section, str(store.root.resolve())
     private = study_lib.private(sweep.study.storage)
-    if not private:  # the tag its trials are told with, kept should the workdir move
-        told.record_worker(store.root, owner)
     grace_s = None if private else 60.0 * plan.runtime.worker_grace_minutes
     [bucket] = plan.buckets  # the config's own shape (hpo refuses config.sweep.buckets)
     spec = bucket.task.spec
     studies = study_lib.open_studies(sweep, store.root, spec.family, spec.higher_is_better)
+    if not private:  # the tag it tells trials with (its studies accepted it), kept should the workdir move
+        told.record_worker(store.root, owner)
     n_rounds, waiting = 0, False
     while True:
         trained = store.finished_buckets() | (
