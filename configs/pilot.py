@@ -20,7 +20,8 @@ the rounds, b* and P(learned) at every candidate level.
 
 Each variant is the calibrate config of the same name (without its validation: the pilot reads
 the fit only) plus the `pilot` section. With `pilot.posterior` naming a calibrate workdir its
-config.json rules and the config's own calibrate, model and train sections are unused; with
+config.json rules and the config's own calibrate, model and train sections are unused (a
+command-line change to one is refused: it would change nothing); with
 `pilot.posterior = ''` (every variant's default) that calibration is run first, into
 <workdir>/base, and resumes like any calibrate run.
 

@@ -149,6 +149,16 @@ def to_section(obj: Any) -> dict[str, Any]:
     return out
 
 
+# a field's type in the words the checkers above use (ml_collections keeps each field's type)
+KINDS: dict[type, str] = {bool: "True or False", int: "an integer", float: "a finite number", str: "a string"}
+
+
+def kind_of(value: Any) -> str:
+    """What a field holding `value` allows, as its checker says it: `an integer`, `a string`."""
+    name = type(value).__name__
+    return KINDS.get(type(value), f"{'an' if name[0] in 'aeiou' else 'a'} {name}")
+
+
 def _range(c) -> str:
     if c.low is not None and c.high is not None:
         return f" in [{c.low}, {c.high}]"

@@ -25,6 +25,7 @@ from jaxcap.config.base import build_plan, load_config
 from jaxcap.core.checkpoint import PopulationCheckpoints
 from jaxcap.errors import one_line
 from jaxcap.experiments.population_experiment import identity
+from jaxcap.fields import ConfigError
 from jaxcap.results.store import Store
 from jaxcap.run import run
 
@@ -57,7 +58,8 @@ def _smoke_of(name: str):
     return make
 
 
-hpo, capacity = _smoke_of("modmod_hpo.py"), _smoke_of("capacity.py")
+hpo, capacity, pilot = _smoke_of("modmod_hpo.py"), _smoke_of("capacity.py"), _smoke_of("pilot.py")
+PARITY_WORDS = dict(task=dict(name="parity", n=8), levels=dict(k=("a", "b")), overrides="")
 
 
 def calibrate_bad_override():
@@ -85,6 +87,14 @@ def worker_without_storage(tmp: Path) -> Path:
     Store(worker).write_config({"experiment": "hpo", "study": {"storage": str(tmp / "gone.db")}})
     (worker / "members.jsonl").write_text(json.dumps(member_row(study="modulo/modulus=5", trial=0)) + "\n")
     return worker
+
+
+def calibrate_family(entry: dict):
+    """configs/calibrate.py:smoke with one more family, `parity`, of this entry."""
+    c = load_config(f"{ROOT / 'configs' / 'calibrate.py'}:smoke")
+    c.runtime.progress = False
+    c.calibrate.families = {**c.calibrate.families.to_dict(), "parity": entry}
+    return c
 
 
 def existing(config, files: dict[str, str | bytes] | None = None) -> Callable[[Path], Path]:
@@ -241,7 +251,7 @@ CASES = {
     "wrong-typed bucket override": Case(
         _config(smoke(**{"sweep.buckets": ("model.d_model=abc",)})),
         fresh,
-        "config.sweep.buckets[0]: model.d_model: got 'abc' (str); allowed: a int",
+        "config.sweep.buckets[0]: model.d_model: got 'abc' (str); allowed: an integer like the field's 16",
     ),
     "threshold above 1 for accuracy": Case(
         _config(smoke(**{"eval.val_threshold": 1.5})),
@@ -290,6 +300,17 @@ CASES = {
         lambda t: calibrate_workdirs(worker_without_storage(t)),
         fresh,
         "config.calibrate.workdirs[0]: ",
+    ),
+    "calibrate family with string level values": Case(
+        lambda t: calibrate_family(PARITY_WORDS),
+        fresh,
+        "config.calibrate.families.parity.levels.k[0]: got 'a'; allowed: an integer, the type of task "
+        "parity's field k",
+    ),
+    "pilot family with string level values": Case(
+        _config(pilot(**{"pilot.family": PARITY_WORDS})),
+        fresh,
+        "config.pilot.family.levels.k[0]: got 'a'; allowed: an integer, the type of task parity's field k",
     ),
     # the run itself
     "every member diverged": Case(
@@ -362,6 +383,28 @@ def _syntax_error(tmp: Path) -> str:
     return str(tmp / "broken.py")
 
 
+def PILOT_ON(t: Path) -> list[str]:  # noqa: N802  (a command line, as SMOKE is)
+    return ["--config", "configs/pilot.py:smoke", f"--config.pilot.posterior={t}"]
+
+
+def test_a_change_a_pilot_posterior_makes_moot_is_refused_with_the_reason(tmp_path):
+    """The pilots train the posterior's recorded model: --config.model.d_model=32 trained d_model
+    16 while the note listed it as applied. Refused before the config is checked or run; the
+    pilot's own fields and the runtime's are its own, and without a posterior nothing is moot."""
+    from jaxcap.main.launch import refuse_unused
+
+    argv = ["launch", *PILOT_ON(tmp_path)]
+    config = pilot(**{"pilot.posterior": str(tmp_path)})
+    for change in ("--config.model.d_model=32", "--config.train.steps=80", "--config.seed=1"):
+        with pytest.raises(ConfigError) as info:
+            refuse_unused(config, [*argv, change])
+        path = change.removeprefix("--").split("=")[0]
+        assert str(info.value).startswith(f"{path}: changed on the command line, but config.pilot.posterior=")
+    refuse_unused(config, [*argv, "--config.pilot.k=2", "--config.runtime.progress=False", "--config.note=x"])
+    refuse_unused(pilot(), ["launch", "--config.model.d_model=32"])  # its own calibration trains it
+    refuse_unused(smoke(), ["launch", *SMOKE, "--config.model.d_model=32"])  # no such rule
+
+
 # what only the launcher sees: (tmp -> its arguments, the start of its one line); none leaves a workdir
 LAUNCH_CASES = {
     "config file with a syntax error": (
@@ -374,6 +417,11 @@ LAUNCH_CASES = {
         lambda t: [*SMOKE, "--config.model.norm=layer", "--workdir", str(t / "w")],
         "config error: config.model.norm: got 'layer'",
         "",
+    ),
+    "a change a pilot's posterior makes moot": (
+        lambda t: [*PILOT_ON(t), "--config.model.d_model=32", "--workdir", str(t / "w")],
+        "config error: config.model.d_model: changed on the command line, but config.pilot.posterior=",
+        "so this config's own value is unused; allowed: changes to config.pilot and config.runtime",
     ),
 }
 

@@ -1,15 +1,18 @@
 """jaxcap.predict's queries on a hand-made posterior (no sampling): a fitted level uses its
 fitted effect, levels and complexities outside a family's range are errors naming the range,
 --arch matches fields exactly (unknown field, ambiguous match, new architecture), a family
-outside a fit with too few families is refused, and --json prints what the text shows."""
+outside a fit with too few families is refused, and --json prints what the text shows; --help
+and a usage error are answered before the query's modules (JAX, NumPyro) are imported."""
 
 import dataclasses
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-from helpers import member_row
+from helpers import ENV, ROOT, member_row
 
 from jaxcap.main import predict as predict_cmd
 from jaxcap.meta import arch_query, prediction
@@ -115,11 +118,17 @@ def test_a_fitted_level_uses_its_effect(posterior):
         ),
         (
             ["--task", "parity", "--level", "2", "--arch", "d_model=big"],
-            "--arch d_model: got 'big'; allowed: a int",
+            "--arch d_model: got 'big'; allowed: an integer",
         ),
-        (["--task", "copying", "--complexity", "8"], "--task copying: not a fitted family; allowed:"),
+        (  # float('nan') parses, int('nan') does not: either way the flag and the field's type
+            ["--task", "parity", "--level", "nan"],
+            "--level k: got 'nan'; allowed: an integer, the type of parity's level field k",
+        ),
+        (["--task", "parity", "--level", "2.5"], "--level k: got '2.5'; allowed: an integer"),
+        (["--task", "parity", "--complexity", "nan"], "--complexity: got 'nan'; allowed: finite bits > 0"),
+        (["--task", "copying", "--complexity", "8"], "or --new_family to predict an unseen family"),
         (  # asked for as a new family: refused for another reason, too few fitted families
-            ["--task", "copying", "--complexity", "8", "--new-family"],
+            ["--task", "copying", "--complexity", "8", "--new_family"],
             "a new family is predicted from the family population, which needs",
         ),
     ],
@@ -211,3 +220,43 @@ def test_a_missing_or_unreadable_posterior_is_one_line(tmp_path, capsys):
         code = predict_cmd.main(["--posterior", str(target), "--task", "parity", "--level", "2"])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_parse_value_says_what_the_field_allows():
+    assert arch_query.parse_value("3", 1) == 3 and arch_query.parse_value("0.5", 1.0) == 0.5
+    for text, like, allowed in [
+        ("nan", 1.0, "a finite number"),
+        ("inf", 1.0, "a finite number"),
+        ("x", 1, "an integer"),
+    ]:
+        with pytest.raises(arch_query.QueryError, match=f"got '{text}'; allowed: {allowed}$"):
+            arch_query.parse_value(text, like)
+
+
+def _imports(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    cmd = [sys.executable, "-X", "importtime", "-m", "jaxcap.predict", *args]
+    out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    lines = out.stderr.splitlines()
+    out.stderr = "\n".join(x for x in lines if "import time:" not in x)
+    return out, {x.rsplit("|", 1)[-1].strip() for x in lines if "import time:" in x}
+
+
+@pytest.mark.parametrize(
+    "args,code,expected",
+    [
+        (["--help"], 0, "--new_family: --task names a family the fit has not seen"),
+        (["--task", "modulo", "--level", "5"], 2, "usage error: --posterior: required"),
+        (["--posterior", "w", "--task", "modulo"], 2, "usage error: --level or --complexity: give one"),
+        (["--posterior", "w", "--task", "m", "--complexity", "-1"], 2, "usage error: --complexity: got '-1'"),
+        (  # one spelling of each flag: the hyphenated one is an unknown flag, named with the real one
+            ["--posterior", "w", "--task", "m", "--level", "5", "--new-family"],
+            2,
+            "usage error: --new-family: unknown flag; did you mean --new_family?",
+        ),
+    ],
+)
+def test_help_and_usage_errors_are_answered_before_the_heavy_imports(args, code, expected):
+    """Wall times measured: docs/meta-model.md, "predict's start-up"."""
+    out, imported = _imports(*args)
+    assert out.returncode == code and expected in out.stdout + out.stderr, out.stderr[-2000:]
+    assert not {"jax", "numpyro", "numpy", "xarray", "jaxcap.meta.prediction"} & imported, sorted(imported)

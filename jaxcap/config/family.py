@@ -24,7 +24,7 @@ from jaxcap.config.base import base_config, build_plan, derived_config, recorded
 from jaxcap.config.plan import Bucket, Grid, Plan, parse_overrides
 from jaxcap.core.runtime import Runtime
 from jaxcap.core.train import EvalSettings, TrainSettings
-from jaxcap.fields import ConfigError, from_section, to_section
+from jaxcap.fields import ConfigError, from_section, kind_of, to_section
 
 ENTRY_FIELDS = ("task", "levels", "overrides")
 SEARCHES = ("grid", "optuna")  # the level search: one population per pass, or an Optuna study per level
@@ -181,12 +181,11 @@ def family_config(
         try:
             c.task[key] = value
         except TypeError:
-            raise ConfigError(
-                f"{path}.task.{key}: got {value!r}; allowed: a {type(c.task[key]).__name__}"
-            ) from None
+            raise ConfigError(f"{path}.task.{key}: got {value!r}; allowed: {kind_of(c.task[key])}") from None
     (field, values), knobs = next(iter(levels.items())), cls().spec.knobs
     if field not in c.task:
         raise ConfigError(f"{path}.levels.{field}: not a field of task {task_name}")
+    _check_types(f"{path}.levels.{field}", c.task[field], values, f"task {task_name}'s field {field}")
     static = [f"task.{field}={v}" for v in values] if field not in knobs else [""]
     if field in knobs:  # the task's own value is a level too (it sizes shared heads and buffers)
         c.task[field], c.sweep.task[field] = values[0], tuple(values)
@@ -200,6 +199,19 @@ def family_config(
             raise ConfigError(f"{path}.overrides: {'.'.join(keys)} is not a config field")
         node[keys[-1]] = float(value) if isinstance(node[keys[-1]], float) else value
     return c
+
+
+def _check_types(path: str, like, values, what: str) -> None:
+    """Each level value of the type the task's field holds, as ml_collections casts them (an
+    integer level of a float field is allowed), else one line naming the value."""
+    probe = ml_collections.ConfigDict({"value": like})
+    for i, value in enumerate(values):
+        try:
+            probe.value = value
+        except TypeError:
+            raise ConfigError(
+                f"{path}[{i}]: got {value!r}; allowed: {kind_of(like)}, the type of {what}"
+            ) from None
 
 
 def parse_family(top: ml_collections.ConfigDict, name: str, entry) -> Family:

@@ -23,7 +23,7 @@ from jaxcap.config import bucket_checks
 from jaxcap.core.population import Member, grid_members
 from jaxcap.core.runtime import Runtime, numerics
 from jaxcap.core.train import EvalSettings, TrainSettings
-from jaxcap.fields import ConfigError, from_section
+from jaxcap.fields import ConfigError, from_section, kind_of
 from jaxcap.models import ModelConfig
 from jaxcap.models.config import MODEL_FIELDS
 from jaxcap.tasks import Task
@@ -209,7 +209,7 @@ def variant_configs(config: ml_collections.ConfigDict) -> list[tuple[str, ml_col
             except TypeError:  # ml_collections keeps each field's type
                 raise ConfigError(
                     f"config.sweep.buckets[{i}]: {'.'.join(path)}: got {value!r} ({type(value).__name__}); "
-                    f"allowed: a {type(old).__name__} like the field's {old!r}"
+                    f"allowed: {kind_of(old)} like the field's {old!r}"
                 ) from None
         out.append((spec, variant))
     return out

@@ -6,7 +6,9 @@ report, a `report(store) -> [paths]` that rebuilds the report from the workdir a
 that declares each (defaults and rules: `jaxcap.fields.setting`), optionally a `check(config, plan)`
 that builds the plan's `section`, the experiment's own typed view of its sections, from them
 and the plan's buckets (before the first write into the workdir), and optionally a
-`setup(config)` that must run before JAX starts (calibrate: one CPU device per NUTS chain).
+`setup(config)` that must run before JAX starts (calibrate: one CPU device per NUTS chain),
+and optionally `unused(config)`: the fields a config makes moot (a pilot's model, once its
+posterior's config.json gives the model), whose command-line changes the launcher refuses.
 Names are strings, "module:attribute", imported only when used (big_vision's registry): the
 config layer knows every experiment without importing one, so checking a config never imports a
 trainer, Optuna or NumPyro it does not need, and imports point one way (tests/test_layers.py).
@@ -26,6 +28,7 @@ class Experiment:
     sections: tuple[tuple[str, str], ...] = ()  # (config section, the dataclass declaring it)
     setup: str = ""  # (config) -> None, before JAX initializes its backends
     check: str = ""  # (config, plan) -> the typed section, or ConfigError; before any write
+    unused: str = ""  # (config) -> (top-level fields it leaves unused, why) or None (launcher's refusal)
 
 
 _CALIBRATE = "jaxcap.experiments.calibrate.experiment"
@@ -59,6 +62,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         "jaxcap.experiments.pilot.report:pilot_report",
         (("pilot", "jaxcap.experiments.pilot.settings:PilotSettings"),),
         check="jaxcap.experiments.pilot.settings:check",  # the family against the posterior it joins
+        unused="jaxcap.experiments.pilot.settings:unused_fields",  # with a posterior: its config rules
     ),
     "enhance": Experiment(  # capacity multipliers: a calibrate run underneath
         "jaxcap.experiments.enhance.experiment:enhance_experiment",

@@ -71,6 +71,7 @@ def _parse(argv: list[str]) -> list[str]:
         _lock_first(argv)
         _check_overrides(argv)
         rest = flags.FLAGS(argv)
+        refuse_unused(_CONFIG.value, argv)
     except ConfigError as e:  # the command line is wrong: exit status 2, as every usage error
         cli.usage_exit(str(e), "config error")
     except lock.WorkdirError as e:
@@ -84,6 +85,23 @@ def _parse(argv: list[str]) -> list[str]:
     return cli.flags_only(
         rest, "flags only (--config, --workdir, --config.a.b=value, --create_studies, --debug)"
     )
+
+
+def refuse_unused(config, argv: list[str]) -> None:
+    """A command-line change to a field the config itself makes moot (a pilot's model once its
+    posterior gives the model: the experiment's registry `unused`) is refused with the reason,
+    not run without it."""
+    from jaxcap.config.registry import EXPERIMENTS, resolve
+
+    experiment = EXPERIMENTS.get(config.get("experiment"))
+    moot = resolve(experiment.unused)(config) if experiment is not None and experiment.unused else None
+    if moot is None:
+        return
+    fields, why = moot
+    for change in overrides(argv):
+        path = change.removeprefix("--config.").split("=", 1)[0]
+        if path.split(".")[0] in fields:
+            raise ConfigError(f"config.{path}: changed on the command line, but {why}")
 
 
 def _lock_first(argv: list[str]) -> None:

@@ -15,26 +15,23 @@ Details: docs/design/meta-model.md#prediction.
 from __future__ import annotations
 
 import json
+import math
 import sys
+from typing import TYPE_CHECKING
 
 from absl import flags
 
 from jaxcap.main import cli
-from jaxcap.meta.arch_query import QueryError, resolve_arch
-from jaxcap.meta.difficulty import COVARIATES, covariate_name
-from jaxcap.meta.posterior import Posterior
-from jaxcap.meta.prediction import (
-    Prediction,
-    check_family,
-    covariate_note,
-    predict,
-    read_posterior,
-    resolve_family,
-    resolve_levels,
-)
+from jaxcap.meta.covariates import covariate_name, describe
+
+if TYPE_CHECKING:  # the query's modules import NumPy, xarray and JAX: only once the flags parse
+    from jaxcap.meta.posterior import Posterior
+    from jaxcap.meta.prediction import Prediction
 
 
 def _print(posterior: Posterior, results: list[Prediction]) -> None:
+    from jaxcap.meta.prediction import covariate_note
+
     meta = posterior.meta
     ref = meta.families[meta.reference]
     print(f"families {', '.join(meta.families)} (θ_{ref} = 1, C in bits of {ref})")
@@ -78,9 +75,7 @@ flags.DEFINE_list(
 flags.DEFINE_list(
     "complexity",
     [],
-    "Difficulty in the family's covariate, in bits (--complexity 6 8): "
-    + "; ".join(f"{family}: {name}" for family, (name, _) in COVARIATES.items())
-    + "; every other family: complexity_bits (the task's nominal bits, e.g. log2 N, n log2 K).",
+    f"Difficulty in the family's covariate, in bits (--complexity 6 8): {describe()}.",
     flag_values=FLAGS,
 )
 flags.DEFINE_string("arch", None, "a0, a1, ... or model fields d_model=64,n_heads=4.", flag_values=FLAGS)
@@ -91,9 +86,8 @@ LISTS = ("--level", "--complexity")
 
 
 def _gather(argv: list[str]) -> list[str]:
-    """`--level 16 40 97` (the form the docs use) -> `--level=16,40,97`; `--new-family` ->
-    `--new_family`."""
-    return cli.gather_lists([a.replace("--new-family", "--new_family") for a in argv], LISTS)
+    """`--level 16 40 97` (the form the docs use) -> `--level=16,40,97`."""
+    return cli.gather_lists(argv, LISTS)
 
 
 def _usage(message: str) -> int:
@@ -113,8 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         complexity = [float(b) for b in FLAGS.complexity]
     except ValueError:
         return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: numbers of bits > 0")
-    if any(b <= 0 for b in complexity):
-        return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: bits > 0")
+    if any(not 0 < b < math.inf for b in complexity):  # nan too
+        return _usage(f"--complexity: got {','.join(FLAGS.complexity)!r}; allowed: finite bits > 0")
+    # the flags are right: now the query's modules (seconds of imports)
+    from jaxcap.meta.arch_query import QueryError, resolve_arch
+    from jaxcap.meta.prediction import check_family, predict, read_posterior, resolve_family, resolve_levels
+
     try:
         posterior = read_posterior(FLAGS.posterior)
         family = resolve_family(posterior, FLAGS.task)  # a task's import path: its family

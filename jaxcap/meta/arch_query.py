@@ -10,8 +10,11 @@ from the regression of log C on the architecture covariates (jaxcap/meta/model.p
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from jaxcap.fields import kind_of
 from jaxcap.meta.cells import arch_covariates
 from jaxcap.meta.posterior import Posterior
 
@@ -21,14 +24,21 @@ class QueryError(ValueError):
 
 
 def parse_value(text: str, like):
+    """`text` as a value of the type of `like` (a fitted architecture's or level's field); a
+    QueryError says what that type allows (`an integer`, `a finite number`)."""
     if isinstance(like, bool):
         if text not in ("True", "False", "true", "false"):
             raise QueryError(f"got {text!r}; allowed: True or False")
         return text.lower() == "true"
+    if like is None:
+        return None if text == "None" else text
     try:
-        return type(like)(text) if like is not None else (None if text == "None" else text)
+        value = type(like)(text)
     except ValueError:
-        raise QueryError(f"got {text!r}; allowed: a {type(like).__name__}") from None
+        value = None
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):  # float('nan') parses
+        raise QueryError(f"got {text!r}; allowed: {kind_of(like)}")
+    return value
 
 
 def resolve_arch(posterior: Posterior, spec: str | None) -> list[dict]:

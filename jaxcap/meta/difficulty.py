@@ -2,10 +2,10 @@
 
 The meta-model reads a level's difficulty from one number b per level and assumes success
 falls as b grows within a family. The task's nominal `complexity_bits` is that number unless
-`COVARIATES` names a structural one: modulo's nominal log2 N is not monotone with decimal
-inputs (moduli dividing 10^k depend on the last k digits only), so its covariate is
-`Modulo.lookup_bits` (derivation in jaxcap/tasks/modular.py). Nominal bits stay in every
-table next to the covariate.
+`COVARIATES` (jaxcap/meta/covariates.py) names a structural one: modulo's nominal log2 N is not
+monotone with decimal inputs (moduli dividing 10^k depend on the last k digits only), so its
+covariate is `Modulo.lookup_bits` (derivation in jaxcap/tasks/modular.py). Nominal bits stay in
+every table next to the covariate.
 
 Details: docs/design/meta-model.md#difficulty-covariates.
 """
@@ -13,20 +13,16 @@ Details: docs/design/meta-model.md#difficulty-covariates.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from jaxcap.tasks.modular import Modulo
+from jaxcap.meta.covariates import NOMINAL, covariate_name
 
 ALPHA = 0.05  # a family "is not monotone" below this bootstrap p-value
 BOOTSTRAP = 400
-# family -> (covariate name, bits of a members.jsonl row's task fields)
-COVARIATES: dict[str, tuple[str, Callable[[dict], float]]] = {
-    "modulo": ("lookup_bits", lambda task: _build(Modulo, task).lookup_bits(task)),
-}
 
 
 def _build(cls, task: dict):
@@ -38,8 +34,10 @@ def _build(cls, task: dict):
 def covariate(family: str, task: dict, complexity_bits: float) -> tuple[str, float]:
     """(name, bits) of a level's difficulty covariate (its family, its task's fields with the
     knobs, its nominal bits): the family's structural rule, else nominal."""
-    name, rule = COVARIATES.get(family, ("complexity_bits", None))
-    return name, float(complexity_bits if rule is None else rule(task))
+    name = covariate_name(family)
+    if name == NOMINAL:
+        return name, float(complexity_bits)
+    return name, float(getattr(_build(task_class(family, task), task), name)(task))
 
 
 def isotonic_decreasing(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -160,11 +158,6 @@ def level_bits(family: str, fixed: dict, field: str, value) -> float | None:
         return checked_level_bits(family, fixed, field, value)
     except (ConfigError, ValueError, TypeError):
         return None
-
-
-def covariate_name(family: str) -> str:
-    """The name of a family's difficulty covariate (the unit of predict's --complexity)."""
-    return COVARIATES.get(family, ("complexity_bits", None))[0]
 
 
 def nominal_level_bits(family: str, fixed: dict, field: str, value) -> float:

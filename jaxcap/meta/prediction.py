@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from jaxcap.meta.arch_query import QueryError, parse_value
-from jaxcap.meta.difficulty import COVARIATES, checked_level_bits, covariate_name, nominal_level_bits
+from jaxcap.meta.covariates import COVARIATES, covariate_name
+from jaxcap.meta.difficulty import checked_level_bits, nominal_level_bits
 from jaxcap.meta.model import boundary_bits, new_arch_log_c, success_probability
 from jaxcap.meta.posterior import Posterior, load_posterior, summarize
 from jaxcap.meta.records import PosteriorMeta
@@ -133,7 +134,10 @@ def resolve_levels(
             )
         field = info.field
         like = levels[0][1].fields[field]
-        value = parse_value(text, like)
+        try:
+            value = parse_value(text, like)
+        except QueryError as e:  # the type of the fitted levels' values (parity's k: an integer)
+            raise QueryError(f"--level {field}: {e}, the type of {family}'s level field {field}") from None
         try:
             b = checked_level_bits(family, info.fixed, field, value)
         except ValueError as e:
@@ -204,12 +208,12 @@ def fitted_range(posterior: Posterior, family: str) -> tuple[str, list[float] | 
 
 
 def check_family(posterior: Posterior, family: str, new_family: bool = True) -> None:
-    """A family outside the fit must be asked for as one (`--new-family`: a typo is not a new
+    """A family outside the fit must be asked for as one (`--new_family`: a typo is not a new
     family), and is refused while the fit has too few families to say anything about it."""
     fitted = posterior.meta.families
     if family not in fitted and not new_family:
         raise QueryError(
-            f"--task {family}: not a fitted family; allowed: {', '.join(fitted)}, or --new-family to "
+            f"--task {family}: not a fitted family; allowed: {', '.join(fitted)}, or --new_family to "
             "predict an unseen family from the family population"
         )
     if family not in fitted and len(fitted) < MIN_FAMILIES:

@@ -86,7 +86,7 @@ def test_smoke_end_to_end_then_resumed(tmp_path):
     assert pred.returncode == 0, pred.stderr
     points = json.loads(pred.stdout)[0]["points"]
     assert [p["seen_level"] for p in points] == [True, False] and 0 <= points[1]["p"] <= 1
-    refused = predict("--task", "parity", "--complexity", "3", "--new-family")  # 2 fitted families: too few
+    refused = predict("--task", "parity", "--complexity", "3", "--new_family")  # 2 fitted families: too few
     assert refused.returncode == 2 and "needs >= 4 fitted families" in refused.stderr
 
 

@@ -142,6 +142,27 @@ class PilotPlan:
         return self.architecture(meta)
 
 
+# what a pilot config keeps its own once config.pilot.posterior names a calibration
+OWN_FIELDS = ("pilot", "runtime", "experiment", "note")
+
+
+def unused_fields(config: ml_collections.ConfigDict) -> tuple[tuple[str, ...], str] | None:
+    """With config.pilot.posterior set, the pilots train the model, budget, search and seed that
+    calibration recorded (its config.json, `recorded_config_of`): every top-level field but
+    OWN_FIELDS is unused, so the launcher refuses a command-line change to one (it would be
+    listed in the note as applied and change nothing). (those fields, the reason and what is
+    allowed), or None."""
+    posterior = config.pilot.get("posterior", "") if "pilot" in config else ""
+    if not posterior:
+        return None
+    why = (
+        f"config.pilot.posterior={posterior!r} gives the pilots' model, training, search and seed (that "
+        "calibration's config.json), so this config's own value is unused; allowed: changes to "
+        "config.pilot and config.runtime, or config.pilot.posterior='' to calibrate this config first"
+    )
+    return tuple(k for k in config if k not in OWN_FIELDS), why
+
+
 def recorded_config_of(workdir: Path, runtime) -> ml_collections.ConfigDict:
     """The calibrate config a posterior workdir recorded (config.json), with `runtime`."""
     recorded = json.loads((workdir / "config.json").read_text())
