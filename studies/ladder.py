@@ -42,6 +42,9 @@ from studies.ladder_plan import (
     recipe_of,
 )
 
+# what `launch` records in a part.json and the plan and page read back
+PART_KEYS = frozenset({"part", "rung", "budgets", "sizes", "rc", "wall_s", "machine", "date"})
+
 
 def _machine() -> str:
     try:
@@ -122,6 +125,38 @@ def run(
             sys.exit(f"ladder: part {part.name} failed")  # no recipe: the rungs would train an unsearched one
 
 
+def bad_budget(seconds: float) -> str | None:
+    """Why `--budget` is refused (a plan or a run of no device time, or of negative time), or None."""
+    if not seconds > 0:  # NaN too
+        return f"--budget: got {seconds:g}; allowed: a positive number of device-seconds, e.g. 480"
+    return None
+
+
+def bad_results(folder: Path | None) -> str | None:
+    """Why `--results` is refused, or None: a folder given must exist and hold only finished
+    parts (`<part>/part.json`, as `run` writes them); the default may not exist yet (nothing ran)."""
+    allowed = "allowed: a folder of finished parts (<part>/part.json, as `run --out` writes them)"
+    if folder is None:
+        return None
+    if not folder.exists():
+        return f"--results: {folder} does not exist; {allowed}"
+    if not folder.is_dir():
+        return f"--results: {folder} is a file; {allowed}"
+    records = sorted(folder.glob("*/part.json"))
+    if not records and any(folder.iterdir()):
+        return f"--results: {folder} holds no <part>/part.json; {allowed}"
+    for path in records:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            return f"--results: {path} does not parse ({e}); {allowed}"
+        if not isinstance(record, dict) or not set(record) >= PART_KEYS:
+            return (
+                f"--results: {path} is not a part's record (keys {', '.join(sorted(PART_KEYS))}); {allowed}"
+            )
+    return None
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m studies.ladder", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("plan", "run"))
@@ -130,9 +165,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--small", action="store_true", help="tiny rungs on a CPU: the plumbing, not a measurement"
     )
-    parser.add_argument("--results", type=Path, default=RESULTS, help="finished parts (skipped)")
+    parser.add_argument(
+        "--results", type=Path, default=None, help=f"finished parts (skipped); default {RESULTS}"
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/ladder"), help="the parts' workdirs")
     a = parser.parse_args(argv[1:])
+    refusal = bad_budget(a.budget) or bad_results(a.results or (RESULTS if RESULTS.exists() else None))
+    if refusal:
+        print(f"usage error: {refusal}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+    a.results = a.results or RESULTS
     if a.command == "run":
         run(a.out, a.budget, a.small, a.results, a.work)
         return

@@ -413,6 +413,11 @@ LAUNCH_CASES = {
         "line 2",
     ),
     "empty --workdir": (lambda t: [*SMOKE, "--workdir="], "config error: --workdir: got ''", ""),
+    "empty variant (once started the default job)": (
+        lambda t: ["--config", "configs/modmod.py:", "--workdir", str(t / "w")],
+        "config error: config variant: got '' (nothing after ':'); allowed: smoke, full, or no ':'",
+        "",
+    ),
     "bad value, fresh workdir": (
         lambda t: [*SMOKE, "--config.model.norm=layer", "--workdir", str(t / "w")],
         "config error: config.model.norm: got 'layer'",
@@ -645,3 +650,143 @@ def test_a_launch_that_never_started_does_not_block_the_corrected_command(tmp_pa
         Store(workdir).config_path.read_text()
         == (Path(existing(smoke())(tmp_path / "b")) / "config.json").read_text()
     )
+
+
+# Commands besides the launch (reading a workdir, a benchmark, a study): each refuses its input in
+# one line before it compiles or writes anything.
+REPORT_CONFIGS = {  # config.json in a workdir -> the line `python -m jaxcap.report` ends with
+    "unknown experiment (once a KeyError)": (
+        '{"experiment": "nope"}',
+        "config.json: experiment 'nope' is not one jaxcap knows; allowed: population, hpo, capacity",
+    ),
+    "not JSON (once a JSONDecodeError)": ('{"experiment": "popu', "config.json does not parse as JSON ("),
+    "a JSON list (once an AttributeError)": ("[1, 2]", "config.json holds an array, not a JSON object"),
+}
+
+
+@pytest.mark.parametrize("name", list(REPORT_CONFIGS))
+def test_report_on_a_config_json_it_cannot_read_is_one_line(tmp_path, name):
+    from jaxcap.main import report
+
+    text, message = REPORT_CONFIGS[name]
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "config.json").write_text(text)
+    with pytest.raises(SystemExit) as info:
+        report.main(["--workdir", str(tmp_path / "w")])
+    line = str(info.value)
+    assert line.startswith(f"report error: {tmp_path / 'w'}/") and message in line and "\n" not in line, line
+    assert "allowed: " in line and os.listdir(tmp_path / "w") == ["config.json"]  # nothing written
+
+
+def _junk_folder(t: Path) -> Path:
+    (t / "junk").mkdir()
+    (t / "junk" / "notes.txt").write_text("x")
+    return t / "junk"
+
+
+def _junk_part(t: Path) -> Path:
+    (t / "parts" / "14k-a4000").mkdir(parents=True)
+    (t / "parts" / "14k-a4000" / "part.json").write_text('{"rc": 0')
+    return t / "parts"
+
+
+LADDER_CASES = {  # tmp -> the arguments after `plan`; the line it ends with
+    "--results missing": (lambda t: ["--results", str(t / "nope")], "--results: {t}/nope does not exist"),
+    "--results a file": (lambda t: ["--results", str(a_file(t))], "--results: {t}/w is a file"),
+    "--results a folder of no parts": (
+        lambda t: ["--results", str(_junk_folder(t))],
+        "--results: {t}/junk holds no <part>/part.json",
+    ),
+    "--results with a part.json that does not parse": (
+        lambda t: ["--results", str(_junk_part(t))],
+        "--results: {t}/parts/14k-a4000/part.json does not parse (",
+    ),
+    "--budget -5": (lambda t: ["--budget", "-5"], "--budget: got -5; allowed: a positive number"),
+}
+
+
+@pytest.mark.parametrize("name", list(LADDER_CASES))
+def test_ladder_plan_refuses_a_bad_results_folder_or_budget_in_one_line(tmp_path, capsys, name):
+    """Each once printed the whole plan and exited 0."""
+    from studies import ladder
+
+    args, message = LADDER_CASES[name]
+    with pytest.raises(SystemExit) as info:
+        ladder.main(["ladder", "plan", *args(tmp_path)])
+    out = capsys.readouterr()
+    assert info.value.code == 2 and out.out == "", out.out[:300]
+    assert out.err.splitlines() == [out.err.strip()] and out.err.startswith("usage error: "), out.err
+    assert message.format(t=tmp_path) in out.err and "; allowed: " in out.err, out.err
+
+
+def test_count_compiles_refuses_a_cache_it_cannot_write_before_the_launch(tmp_path, capsys):
+    """It once printed only {"exit": 1}: the launch's line was lost, and named a config field."""
+    from jaxcap.main import count_compiles
+
+    (tmp_path / "f").write_text("x")
+    cache = tmp_path / "f" / "xla"
+    assert count_compiles.main(["--cache", str(cache), *SMOKE, "--workdir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage error: --cache: cannot write {cache} (Not a directory); allowed:"), err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "w").exists()
+
+
+def test_an_empty_variant_is_refused_naming_the_variants():
+    """`configs/modmod.py:` (nothing after ':') once loaded the default job."""
+    from jaxcap.fields import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^config variant: got '' .*allowed: smoke, full, or no ':'"):
+        load_config(f"{ROOT / 'configs' / 'modmod.py'}:")
+    assert load_config(f"{ROOT / 'configs' / 'modmod.py'}").train.steps > smoke().train.steps  # default
+
+
+# Two errors in one config: the one named is the first in the order the checks are declared
+# (types at the parse, then values in the schema's field order, then the rules between fields),
+# whatever order the fields were set in.
+TWO_ERRORS = [
+    ({"seed": -1, "model.norm": "layer"}, "config.seed: got -1"),
+    ({"model.norm": "layer", "train.steps": 45}, "config.model.norm: got 'layer'"),
+    ({"train.steps": 45, "eval.val_threshold": 1.5}, "config.train.steps: got 45"),
+    ({"eval.val_threshold": 1.5, "runtime.devices": 64}, "config.eval.val_threshold: got 1.5"),
+]
+
+
+@pytest.mark.parametrize("edits, first", TWO_ERRORS, ids=[" + ".join(e) for e, _ in TWO_ERRORS])
+def test_of_two_errors_the_same_one_is_named_whichever_is_set_first(tmp_path, edits, first):
+    lines = set()
+    for order in (list(edits.items()), list(edits.items())[::-1]):
+        with pytest.raises(Exception) as info:
+            run(smoke(**dict(order)), str(tmp_path / "w"))
+        lines.add(one_line(info.value))
+    assert len(lines) == 1 and first in lines.pop()
+
+
+@pytest.mark.slow
+def test_the_commands_answer_in_one_line(tmp_path, fork_server):
+    """bench's zero counts (once a ZeroDivisionError), count_compiles on a bad override (once only
+    {"exit": 1}), and a launch with two unparsable values named in the config's order, not the
+    command line's."""
+    for module, args, line in [
+        ("jaxcap.bench", ["--steps", "0"], "usage error: --steps: got 0; allowed: a positive integer"),
+        ("jaxcap.bench", ["--repeats", "0"], "usage error: --repeats: got 0; allowed: a positive integer"),
+        *(
+            (
+                "jaxcap.launch",
+                [*SMOKE, *pair, "--workdir", str(tmp_path / "w")],
+                "config error: flag --config.seed=",
+            )
+            for pair in (
+                ["--config.seed=abc", "--config.model.d_model=x"],
+                ["--config.model.d_model=x", "--config.seed=abc"],
+            )
+        ),
+    ]:
+        out = fork_server.run(module, *args)
+        assert _stderr_line(out).startswith(line), (module, args, out.stderr[-2000:])
+    out = fork_server.run(
+        "jaxcap.main.count_compiles", *SMOKE, "--config.model.norm=layer", "--workdir", str(tmp_path / "w")
+    )
+    line = "config error: config.model.norm: got 'layer'; allowed: pre, post, none"
+    assert out.returncode == 1 and out.stderr.strip() == line, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1])["error"] == line
+    assert not (tmp_path / "w").exists()

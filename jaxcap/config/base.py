@@ -27,9 +27,15 @@ from jaxcap.models import ModelConfig
 
 
 def parse_arg(arg: str | None, variants: tuple[str, ...] = ("smoke", "full")) -> str:
-    """The variant named after ':' in `--config configs/x.py:variant` ('default' when absent)."""
-    if not arg:
+    """The variant named after ':' in `--config configs/x.py:variant` ('default' when absent; a ':'
+    with nothing after it is refused, not read as the default: it is a variant name left out)."""
+    if arg is None:
         return "default"
+    if arg == "":
+        raise ConfigError(
+            f"config variant: got '' (nothing after ':'); allowed: {', '.join(variants)}, "
+            "or no ':' for the default"
+        )
     if arg not in variants:
         raise ConfigError(f"config variant: got {arg!r}; allowed: {', '.join(variants)} (or none)")
     return arg
@@ -38,13 +44,13 @@ def parse_arg(arg: str | None, variants: tuple[str, ...] = ("smoke", "full")) ->
 def load_config(spec: str | Path) -> ml_collections.ConfigDict:
     """The config `--config path/x.py[:variant]` names, unlocked and not yet validated: what the
     launcher, the tests and the notebook all read (ml_collections' loader, minus its flags)."""
-    path, _, arg = str(spec).partition(":")
+    path, colon, arg = str(spec).partition(":")
     if not Path(path).is_file():
         raise ConfigError(f"--config: no such file {path!r}")
     module_spec = importlib.util.spec_from_file_location(f"_jaxcap_config_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    return module.get_config(arg or None)
+    return module.get_config(arg if colon else None)  # `x.py:` is an empty variant, not none
 
 
 def derived_config(

@@ -30,21 +30,31 @@ from jaxcap.models import attention
 
 _MODELS = flags.DEFINE_list("models", ["small", "baseline"], f"Presets: {', '.join(PRESETS)}.")
 _SIZES = flags.DEFINE_list("sizes", ["1", "8", "64"], "Population sizes P.")
-_MAX_SEQUENTIAL = flags.DEFINE_integer("max_sequential", 64, "Largest P also timed one member after another.")
-_STEPS = flags.DEFINE_integer("steps", 20, "Steps per chunk (one lax.scan).")
-_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed chunks per measurement (after one warm-up).")
-_TRIALS = flags.DEFINE_integer("trials", 3, "Alternating population / one-after-another rounds (medians).")
+_MAX_SEQUENTIAL = flags.DEFINE_integer(
+    "max_sequential", 64, "Largest P also timed one member after another.", lower_bound=0
+)
+_STEPS = flags.DEFINE_integer("steps", 20, "Steps per chunk (one lax.scan).", lower_bound=1)
+_REPEATS = flags.DEFINE_integer(
+    "repeats", 3, "Timed chunks per measurement (after one warm-up).", lower_bound=1
+)
+_TRIALS = flags.DEFINE_integer(
+    "trials", 3, "Alternating population / one-after-another rounds (medians).", lower_bound=1
+)
 _PRECISION = flags.DEFINE_string("matmul_precision", "default", "fp32 matmul precision (default: backend's).")
 _DTYPE = flags.DEFINE_enum(
     "compute_dtype", "float32", ["float32", "bfloat16", "float16"], "Activation dtype (params stay float32)."
 )
 _SHARDED = flags.DEFINE_bool("sharded", False, "P members split over every device vs all on one device.")
 _STUDY = flags.DEFINE_bool("study", False, "Optuna trials per minute: batched vs one trial at a time.")
-_STUDY_TRIALS = flags.DEFINE_integer("study_trials", 8, "--study: trials per study, all in one batch.")
-_STUDY_STEPS = flags.DEFINE_integer("study_steps", 200, "--study: training steps per trial (2 seeds each).")
+_STUDY_TRIALS = flags.DEFINE_integer(
+    "study_trials", 8, "--study: trials per study, all in one batch.", lower_bound=1
+)
+_STUDY_STEPS = flags.DEFINE_integer(
+    "study_steps", 200, "--study: training steps per trial (2 seeds each).", lower_bound=1
+)
 _COST = flags.DEFINE_bool("cost", False, "XLA's flops, bytes and matmul traffic per model-step (P = 64).")
 _PROBE = flags.DEFINE_bool("probe", False, "This benchmark in fresh processes, one slowdown suspect each.")
-_BATCH = flags.DEFINE_integer("batch", 0, "Batch size (0: the preset's).")
+_BATCH = flags.DEFINE_integer("batch", 0, "Batch size (0: the preset's).", lower_bound=0)
 _BROADCAST = flags.DEFINE_integer(
     "broadcast_max_len", -1, "Attention as broadcast-multiply-reduce up to this length (-1: by backend)."
 )

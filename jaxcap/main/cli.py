@@ -124,8 +124,18 @@ def parse(
     try:
         rest = flag_values(argv)
     except flags.Error as e:
-        usage_exit(str(e).splitlines()[0])
+        usage_exit(flag_error(str(e).splitlines()[0]))
     return rest[1:] if positionals else flags_only(rest)
+
+
+def flag_error(line: str) -> str:
+    """absl's `flag --steps=0: 0 is not a positive integer` (a bound a flag declares) in the
+    convention's words, `--steps: got 0; allowed: a positive integer`; other lines as they are."""
+    head, sep, reason = line.partition(": ")
+    name, eq, value = head.removeprefix("flag --").partition("=")
+    if head.startswith("flag --") and sep and eq and reason.startswith(f"{value} is not "):
+        return f"--{name}: got {value}; allowed: {reason.removeprefix(f'{value} is not ')}"
+    return line
 
 
 def gather_lists(argv: list[str], names: tuple[str, ...]) -> list[str]:

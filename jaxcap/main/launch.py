@@ -44,16 +44,17 @@ _DEBUG = flags.DEFINE_bool("debug", False, "Show the traceback of an input error
 
 
 def _check_overrides(argv: list[str]) -> None:
-    """Name unknown `--config.x.y` keys in one line (ml_collections would raise a traceback)."""
+    """Name unknown `--config.x.y` keys in one line (ml_collections would raise a traceback), then
+    values that do not parse as their field's type. Each in the config's field order, whatever
+    the order on the command line, so a command with two errors names the same one first."""
     from jaxcap.config.base import load_config  # imports JAX: after the workdir lock
 
     spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
     if spec is None:
         raise ConfigError("--config: required, e.g. --config configs/modmod.py")
     config = load_config(spec)
-    for arg in argv:
-        if not arg.startswith("--config."):
-            continue
+    changes = sorted((a for a in argv if a.startswith("--config.")), key=field_order(config))
+    for arg in changes:
         node, path = config, "config"
         for part in arg[2:].split("=", 1)[0].split(".")[1:]:
             if not hasattr(node, "keys"):
@@ -61,6 +62,32 @@ def _check_overrides(argv: list[str]) -> None:
             if part not in node:
                 raise ConfigError(cli.unknown_field(path, part, list(node.keys())))
             node, path = node[part], f"{path}.{part}"
+    # a dry run of the `--config.a.b=v` values in that order (the launch's own parse then applies
+    # them in the command line's order: a field given twice keeps its last value)
+    trial, values = flags.FlagValues(), ["launch", *(a for a in changes if "=" in a)]
+    config_flags.DEFINE_config_dict("config", config, flag_values=trial, lock_config=True, sys_argv=values)
+    trial(values)
+
+
+def field_order(config):
+    """A sort key of `--config.a.b=v` arguments: the order `jaxcap.config.base.schema` declares the
+    fields in (the order the config's checks name them), by name where it declares none."""
+    from jaxcap.config.base import schema
+
+    try:
+        tree = schema(config)
+    except ConfigError:  # (named by the checks after the parse)
+        tree = {}
+
+    def key(arg: str) -> tuple:
+        out, node = [], tree
+        for part in arg[2:].split("=", 1)[0].split(".")[1:]:
+            names = list(node) if isinstance(node, dict) else []
+            out.append((names.index(part), "") if part in names else (len(names), part))
+            node = node.get(part) if isinstance(node, dict) else None
+        return tuple(out)
+
+    return key
 
 
 def _parse(argv: list[str]) -> list[str]:

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     if not (workdir / "config.json").exists():
         raise SystemExit(f"report error: {workdir} holds no config.json; is it a workdir?")
     store = Store(workdir)
-    experiment = json.loads(store.config_path.read_text()).get("experiment", "population")
+    experiment = experiment_of(store.config_path)
     try:
         written = resolve(EXPERIMENTS[experiment].report)(store)
     except WorkdirError as e:  # nothing to report (no rows; a study storage out of reach)
@@ -60,6 +60,29 @@ def _os_error(e: OSError, store: Store) -> str:
             "(rerun its launch command to finish it)"
         )
     return f"{where}: {reason}"
+
+
+def experiment_of(path: Path) -> str:
+    """The experiment a workdir's config.json names, or one line (exit 1) saying what is wrong
+    with the file: before anything is imported for its report or written."""
+    allowed = "allowed: the config.json a jaxcap launch wrote (a JSON object naming its experiment)"
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"report error: {path} does not parse as JSON ({e}); {allowed}") from None
+    except OSError as e:
+        raise SystemExit(f"report error: cannot read {path} ({e.strerror or e}); {allowed}") from None
+    if not isinstance(record, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(record), "a number")
+        kind = "null" if record is None else kind
+        raise SystemExit(f"report error: {path} holds {kind}, not a JSON object; {allowed}")
+    experiment = record.get("experiment", "population")
+    if not isinstance(experiment, str) or experiment not in EXPERIMENTS:
+        raise SystemExit(
+            f"report error: {path}: experiment {experiment!r} is not one jaxcap knows; allowed: "
+            f"{', '.join(EXPERIMENTS)}"
+        )
+    return experiment
 
 
 def console() -> None:

@@ -77,6 +77,13 @@ def draw_series(ax, levels: list[LevelSummary], color: str, name: str) -> Bounda
     return found
 
 
+def _some(levels: list[LevelSummary], figure: str) -> None:
+    """A figure of no level would be an empty, unlabelled axes that reads as a result: refused
+    before anything is drawn or written (a report of a workdir without member rows draws none)."""
+    if not levels:
+        raise ValueError(f"{figure}: got no levels; allowed: at least one level summary to draw")
+
+
 def levels_figure(
     levels: list[LevelSummary],
     path: Path,
@@ -84,12 +91,13 @@ def levels_figure(
     series_of: Callable[[LevelSummary], str] = lambda lv: lv.family,
 ) -> tuple[Path, dict[str, Boundary]]:
     """The success metric vs complexity of every series; returns the path and each boundary."""
+    _some(levels, "levels_figure")
     fig, ax = new_figure((8.6, 4.4))
     found = {}
     for i, name in enumerate(dict.fromkeys(series_of(lv) for lv in levels)):
         mine = [lv for lv in levels if series_of(lv) == name]
         found[name] = draw_series(ax, mine, f"C{i % 10}", name)
-    first = levels[0] if levels else {"metric": "metric", "threshold": 0.0, "higher_is_better": True}
+    first = levels[0]
     sign = ">=" if first.higher_is_better else "<="
     ax.axhline(
         first.threshold,
@@ -102,8 +110,8 @@ def levels_figure(
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance: input-blind, fitted on train")
     if any(lv.shortcut is not None for lv in levels):
         ax.plot([], [], "_", color="C1", ms=12, mew=1.5, label=f"shortcut: {first.shortcut_name}")
-    if levels and levels[0].knobs:
-        ax.plot([], [], " ", label=f"labels: {', '.join(levels[0].knobs)}")
+    if first.knobs:
+        ax.plot([], [], " ", label=f"labels: {', '.join(first.knobs)}")
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"{first.metric} ({'higher' if first.higher_is_better else 'lower'} is better)")
     if first.metric.endswith(("accuracy", "exact")):
@@ -123,6 +131,7 @@ def success_rate_figure(
     predictor would: the outcome the meta-model
     reads, where `levels_figure` shows the score. A level is learned when a strict majority of
     its seeds succeeded (the dotted line)."""
+    _some(levels, "success_rate_figure")
     fig, ax = new_figure((8.6, 4.0))
     names = list(dict.fromkeys(series_of(lv) for lv in levels))
     width = 0.08 * (len(names) - 1)
@@ -156,11 +165,11 @@ def success_rate_figure(
                 lv.chance >= lv.threshold if lv.higher_is_better else lv.chance <= lv.threshold
             )
             ax.plot([x], [1.0 if reaches else 0.0], "_", color="gray", ms=12, mew=1.5)
-    first = levels[0] if levels else {"metric": "metric", "threshold": 0.0, "higher_is_better": True}
+    first = levels[0]
     sign = ">=" if first.higher_is_better else "<="
     ax.axhline(0.5, color="C3", ls=":", lw=0.8, label="learned: more than half of the seeds (filled)")
     ax.plot([], [], "_", color="gray", ms=12, mew=1.5, label="chance predictor: succeeds (1) or not (0)")
-    knobs = ", ".join(levels[0].knobs) if levels else ""
+    knobs = ", ".join(first.knobs)
     ax.plot([], [], " ", label="labels: seeds that succeeded / seeds" + (f"; {knobs}" if knobs else ""))
     ax.set_xlabel("task complexity (bits)")
     ax.set_ylabel(f"success rate ({first.metric} {sign} {first.threshold:g})")

@@ -68,7 +68,7 @@ def test_configs_validate(name, variant):
 
     from ml_collections import config_flags  # noqa: F401  (the loader launch uses)
 
-    config = load_config(f"{ROOT / 'configs' / name}.py:{variant or ''}")
+    config = load_config(f"{ROOT / 'configs' / name}.py" + (f":{variant}" if variant else ""))
     # the enhance section: every family x variant builds a valid population plan
     assert validate(config).section
 

@@ -1,6 +1,7 @@
 """The learnability boundary is drawn only where success is monotone in bits (x mod N is not)."""
 
 import matplotlib.pyplot as plt
+import pytest
 from helpers import level_summary
 
 from jaxcap.reports import learnability
@@ -52,3 +53,13 @@ def test_no_boundary_line_on_a_non_monotone_level_set(tmp_path):
     learnability.draw_series(ax, [_level(1, True), _level(3, False)], "C0", "parity")
     assert len(ax.patches) == 1  # the boundary span between 1 and 3 bits
     plt.close(fig)
+
+
+@pytest.mark.parametrize("figure", [learnability.levels_figure, learnability.success_rate_figure])
+def test_no_level_is_a_clear_error_and_no_file(tmp_path, figure):
+    """An empty level list once raised AttributeError from its placeholder's first level; an
+    empty axes would read as a result, so it is refused before anything is drawn or written."""
+    before = len(plt.get_fignums())
+    with pytest.raises(ValueError, match=f"^{figure.__name__}: got no levels; allowed: at least one"):
+        figure([], tmp_path / "f.png", "title")
+    assert not (tmp_path / "f.png").exists() and len(plt.get_fignums()) == before
