@@ -172,11 +172,13 @@ def plot_heldout(path: Path, valid: Validation) -> Path:
     ax.set_ylabel("observed success fraction of the cell")
     ax.legend(fontsize=7)
     colours = {m: f"C{i}" for i, m in enumerate(FOLD_MARKERS.values())}  # as the left panel's
+    n = max(len(drawn), 1)
+    lw, ms = min(2.0, 150 / n), min(4.0, 300 / n)  # rows stay apart at 100+ cells
     for i, (mean, lo, hi, observed, marker) in enumerate(sorted(drawn, key=lambda d: d[:4])):
         colour = colours[marker]
-        rows.plot([lo, hi], [i, i], color=colour, lw=2, alpha=0.6, solid_capstyle="butt")
-        rows.plot([mean], [i], marker, color=colour, mfc="none", ms=4)
-        rows.plot([observed], [i], "x", color="k", ms=4)
+        rows.plot([lo, hi], [i, i], color=colour, lw=lw, alpha=0.6, solid_capstyle="butt")
+        rows.plot([mean], [i], marker, color=colour, mfc="none", ms=ms)
+        rows.plot([observed], [i], "x", color="k", ms=ms)
     rows.plot([], [], "x", color="k", ms=4, label="observed fraction")
     rows.plot([], [], color="grey", lw=2, alpha=0.6, label="90% interval (marker: mean)")
     rows.set_ylim(len(drawn) - 0.5, -0.5)
