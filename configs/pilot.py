@@ -31,7 +31,8 @@ points in R^8; k · log2 16 bits), k = 1 ... 64: the calibrate default's d_model
 to hard. (binop, the grokking family, does not: at that budget and weight decay (a + b) mod p
 is not learned at any p with train fraction 0.5, and with 0.9 its few held-out pairs make
 success erratic in p.) `:full` (the seed baseline, accelerator) reaches k = 256. `:smoke` pilots
-parity (k of n = 8 bits) with k = 2 pilot levels on configs/calibrate.py:smoke's tiny fit.
+parity (k of n = 8 bits) with k = 2 pilot levels on configs/calibrate.py:smoke's tiny fit (its
+random labels learned at 2 sequences, not at 8; parity is not learned at that 40-step budget).
 Measured cost, rounds and scores (the default on a calibrate default's posterior):
 docs/meta-model.md, "A new family from a few pilot runs".
 """

@@ -8,8 +8,8 @@ group names its coordinates: a cell (one architecture, family and level) carries
 (`cell_arch_label`, `cell_family_label`, `cell_level_label`; `constant_data` also holds the
 model's integer indices `cell_arch`, ...), and `posterior_predictive.successes` is one draw of
 each cell's success count per posterior draw from the model's own likelihood (beta-binomial of
-the cell's P and ρ), so `az.plot_ppc` compares the observed counts with replicated ones.
-
+the cell's P and ρ), so `az.plot_ppc` compares the observed counts with replicated ones. A
+posterior derived from a fit (the pilot's, `save_draws`) has no sample_stats or log_likelihood.
 Details: docs/design/meta-model.md#the-posterior-file.
 """
 
@@ -105,13 +105,47 @@ def predictive_counts(draws: dict[str, np.ndarray], data: dict, rng: np.random.G
     return rng.binomial(np.asarray(data["trials"], np.int64), rate)
 
 
+def _cell_groups(meta: PosteriorMeta, draws: dict[str, np.ndarray], data: dict, obs) -> dict[str, xr.Dataset]:
+    """The cell-indexed groups of draws [chain, draw, ...] on cells `data` (cells.cell_data) with
+    observed successes `obs`: observed_data, posterior_predictive and constant_data."""
+    n_chain, n_draw = draws["mu_log_C"].shape[:2]
+    base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+    cell = _cell_coords(meta, data)
+    # counts as integers: ArviZ draws a discrete variable's predictive check as one
+    observed = xr.Dataset({"successes": (("cell",), np.rint(obs).astype(np.int64))}, coords=cell)
+    replicated = predictive_counts(draws, data, np.random.default_rng(0))
+    predictive = xr.Dataset({"successes": (("chain", "draw", "cell"), replicated)}, coords={**base, **cell})
+    dims = {
+        "arch_x": ("arch", "covariate"),
+        "arch_rot": ("covariate", "basis"),
+        "arch_fitted": ("arch",),
+        "family_index": ("family",),
+        "family_fitted": ("family",),
+        "family_bracketed": ("family",),
+        "level_family": ("level",),
+    }
+    labels = {**_coords(meta), "basis": np.arange(np.shape(data["arch_rot"])[1]), **cell}
+    constant = xr.Dataset(
+        {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()},
+        coords=labels,
+    )
+    return {"posterior_predictive": predictive, "observed_data": observed, "constant_data": constant}
+
+
+def _write_groups(path: Path, groups: dict[str, xr.Dataset]) -> Path:
+    """Every group into one netCDF file (h5netcdf), atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    for i, (group, ds) in enumerate(groups.items()):
+        ds.to_netcdf(tmp, mode="w" if i == 0 else "a", group=group, engine="h5netcdf")
+    tmp.replace(path)
+    return path
+
+
 def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Path:
     """Write posterior.nc (InferenceData layout, h5netcdf) atomically."""
-    path = Path(path)
     draws = by_chain["draws"]
     n_chain, n_draw = draws["mu_log_C"].shape[:2]
     base = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
-    post = _posterior_group(draws, posterior.meta)
     steps = by_chain["steps"]
     stats = xr.Dataset(
         {
@@ -124,54 +158,44 @@ def save_posterior(path: str | Path, posterior: Posterior, by_chain: dict) -> Pa
         coords=base,
     )
     data = by_chain["data"]
-    cell = _cell_coords(posterior.meta, data)
-    # counts as integers: ArviZ draws a discrete variable's predictive check as one
-    observed = xr.Dataset({"successes": (("cell",), np.rint(by_chain["obs"]).astype(np.int64))}, coords=cell)
+    cells = _cell_groups(posterior.meta, draws, data, by_chain["obs"])
     log_lik = xr.Dataset(
-        {"successes": (("chain", "draw", "cell"), by_chain["log_lik"])}, coords={**base, **cell}
+        {"successes": (("chain", "draw", "cell"), by_chain["log_lik"])},
+        coords={**base, **_cell_coords(posterior.meta, data)},
     )
-    replicated = predictive_counts(draws, data, np.random.default_rng(0))
-    predictive = xr.Dataset({"successes": (("chain", "draw", "cell"), replicated)}, coords={**base, **cell})
-    dims = {
-        "arch_x": ("arch", "covariate"),
-        "arch_rot": ("covariate", "basis"),
-        "arch_fitted": ("arch",),
-        "family_index": ("family",),
-        "family_fitted": ("family",),
-        "family_bracketed": ("family",),
-        "level_family": ("level",),
+    groups = {
+        "posterior": _posterior_group(draws, posterior.meta),
+        "posterior_predictive": cells["posterior_predictive"],
+        "sample_stats": stats,
+        "log_likelihood": log_lik,
+        "observed_data": cells["observed_data"],
+        "constant_data": cells["constant_data"],
     }
-    labels = {**_coords(posterior.meta), "basis": np.arange(np.shape(data["arch_rot"])[1]), **cell}
-    constant = xr.Dataset(
-        {k: (dims.get(k, ("cell",) if np.ndim(v) else ()), np.asarray(v)) for k, v in data.items()},
-        coords=labels,
-    )
-    tmp = path.with_name(path.name + ".tmp")
-    for i, (group, ds) in enumerate(
-        [
-            ("posterior", post),
-            ("posterior_predictive", predictive),
-            ("sample_stats", stats),
-            ("log_likelihood", log_lik),
-            ("observed_data", observed),
-            ("constant_data", constant),
-        ]
-    ):
-        ds.to_netcdf(tmp, mode="w" if i == 0 else "a", group=group, engine="h5netcdf")
-    tmp.replace(path)
-    return path
+    return _write_groups(Path(path), groups)
 
 
-def save_draws(path: str | Path, posterior: Posterior) -> Path:
-    """Write a posterior.nc holding only the `posterior` group (one chain of the flat draws),
-    atomically: a posterior that is not a NUTS run of its own (a new family appended to a fit
-    by importance sampling, jaxcap/meta/pilot/fit.py) has no sampler statistics or cells to save."""
-    path = Path(path)
-    draws = {k: v[None] for k, v in posterior.draws.items()}
-    tmp = path.with_name(path.name + ".tmp")
-    _posterior_group(draws, posterior.meta).to_netcdf(tmp, mode="w", group="posterior", engine="h5netcdf")
-    tmp.replace(path)
-    return path
+def chain_layout(posterior: Posterior) -> tuple[int, int]:
+    """(chains, draws per chain) of flat draws: the fit's NUTS chains where they divide the draws
+    (a posterior derived draw for draw from a fit keeps its layout), else one chain."""
+    n = posterior.draws["mu_log_C"].shape[0]
+    nuts = posterior.meta.nuts
+    chains = nuts.chains if nuts is not None and nuts.chains > 0 and n % nuts.chains == 0 else 1
+    return chains, n // chains
+
+
+def save_draws(path: str | Path, posterior: Posterior, data: dict | None = None, obs=None) -> Path:
+    """Write a posterior.nc of flat draws, atomically: a posterior that is not a NUTS run of its
+    own (a new family appended to a fit by importance sampling, jaxcap/meta/pilot/fit.py) has no
+    sampler statistics to save. Its draws go in `chain_layout` (consecutive draws, chain by
+    chain); with its cells (`data`, cells.cell_data, and their observed successes `obs`) it also
+    gets observed_data, posterior_predictive and constant_data, written as `save_posterior`
+    writes them."""
+    chains, per_chain = chain_layout(posterior)
+    draws = {k: v.reshape(chains, per_chain, *v.shape[1:]) for k, v in posterior.draws.items()}
+    groups = {"posterior": _posterior_group(draws, posterior.meta)}
+    if data is not None:
+        groups.update(_cell_groups(posterior.meta, draws, data, obs))
+    return _write_groups(Path(path), groups)
 
 
 def read_meta(path: str | Path) -> PosteriorMeta:

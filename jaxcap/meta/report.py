@@ -23,7 +23,7 @@ from jaxcap.meta.posterior import Posterior
 from jaxcap.meta.scorecard import LABELS, METHODS, distinct
 from jaxcap.meta.summary import markdown, posterior_tables
 from jaxcap.meta.validation import Validation
-from jaxcap.reports.figures import new_figure, save_figure
+from jaxcap.reports.figures import new_figure, save_figure, vector_path
 
 
 def plot_curves(path: Path, table: Table, posterior: Posterior, rng: np.random.Generator) -> Path:
@@ -148,31 +148,44 @@ FOLD_MARKERS = {"levels": "o", "top": "s", "families": "^", "archs": "D"}
 
 
 def plot_heldout(path: Path, valid: Validation) -> Path:
-    """Each held-out cell's predicted P(success) (90% interval) against its observed success
-    fraction, drawn where it is (a cell with no success at 0, not nudged below it); the fold
-    kinds differ by marker."""
-    fig, ax = new_figure((4.4, 4.0))
+    """Left: each held-out cell's mean predicted P(success) against its observed success
+    fraction, drawn where it is (a cell with no success at 0, not nudged below it), the fold kinds
+    by marker. Right: every cell's 90 % interval of P(success) on a row of its own, sorted by the
+    mean, with the observed fraction beside it: on the left most cells share y = 0 or 1, so their
+    intervals would lie on top of one another."""
+    fig, (ax, rows) = new_figure((8.4, 4.0), 1, 2)
+    drawn = []
     for fold_kind, marker in FOLD_MARKERS.items():
         cells = valid.cells(fold_kind)
         if not cells:
             continue
         x = np.array([c.p_mean for c in cells])
-        err = np.array([[c.p_mean - c.p_lo90 for c in cells], [c.p_hi90 - c.p_mean for c in cells]])
-        err = np.clip(err, 0.0, None)  # a skewed posterior can put its mean outside the 90% interval
         y = np.array([c.successes / c.trials for c in cells])
         words = LABELS.get(fold_kind, fold_kind)
-        ax.errorbar(
-            x, y, xerr=err, fmt=marker, mfc="none", ms=4, lw=0.6, label=f"{words} ({len(cells)} cells)"
-        )
+        ax.plot(x, y, marker, ls="", mfc="none", ms=4, label=f"{words} ({len(cells)} cells)")
+        drawn += [(c.p_mean, c.p_lo90, c.p_hi90, c.successes / c.trials, marker) for c in cells]
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
-    ax.set_xlim(-0.03, 1.03)
+    for a in (ax, rows):
+        a.set_xlim(-0.03, 1.03)
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("predicted P(success) (90% interval)")
+    ax.set_xlabel("predicted P(success) (mean)")
     ax.set_ylabel("observed success fraction of the cell")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    else:  # validation was turned off (e.g. the enhance configs' default)
-        ax.set_title("no held-out validation in this run", fontsize=8)
+    ax.legend(fontsize=7)
+    colours = {m: f"C{i}" for i, m in enumerate(FOLD_MARKERS.values())}  # as the left panel's
+    n = max(len(drawn), 1)
+    lw, ms = min(2.0, 150 / n), min(4.0, 300 / n)  # rows stay apart at 100+ cells
+    for i, (mean, lo, hi, observed, marker) in enumerate(sorted(drawn, key=lambda d: d[:4])):
+        colour = colours[marker]
+        rows.plot([lo, hi], [i, i], color=colour, lw=lw, alpha=0.6, solid_capstyle="butt")
+        rows.plot([mean], [i], marker, color=colour, mfc="none", ms=ms)
+        rows.plot([observed], [i], "x", color="k", ms=ms)
+    rows.plot([], [], "x", color="k", ms=4, label="observed fraction")
+    rows.plot([], [], color="grey", lw=2, alpha=0.6, label="90% interval (marker: mean)")
+    rows.set_ylim(len(drawn) - 0.5, -0.5)
+    rows.set_yticks([])
+    rows.set_ylabel(f"held-out cells ({len(drawn)}), by predicted mean")
+    rows.set_xlabel("P(success): 90% interval, mean, observed")
+    rows.legend(fontsize=7, loc="upper right")  # the top rows hold the lowest predictions
     return save_figure(fig, path)
 
 
@@ -200,8 +213,20 @@ def plot_monotone(path: Path, checks: list[dict]) -> Path:
     return save_figure(fig, path)
 
 
+def held_out_figures(valid: Validation) -> dict[str, object]:
+    """The validation figures this run has something to draw in: calibration.png (a design with
+    scores) and heldout.png (a held-out cell); none without validation."""
+    out = {}
+    if distinct(valid.scores):
+        out["calibration.png"] = plot_calibration
+    if any(valid.cells(kind) for kind in FOLD_MARKERS):
+        out["heldout.png"] = plot_heldout
+    return out
+
+
 def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: Validation) -> list[Path]:
-    """report.md (jaxcap.meta.summary) and the five figures."""
+    """report.md (jaxcap.meta.summary) and the figures: three always, the two of held-out
+    validation where it ran (a figure left over from an earlier report is removed)."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
@@ -210,9 +235,14 @@ def write_report(report_dir: Path, table: Table, posterior: Posterior, valid: Va
         plot_curves(report_dir / "success_vs_complexity.png", table, posterior, rng),
         plot_monotone(report_dir / "monotone.png", checks),
         plot_capacity(report_dir / "capacity.png", posterior),
-        plot_calibration(report_dir / "calibration.png", valid),
-        plot_heldout(report_dir / "heldout.png", valid),
     ]
+    drawn = held_out_figures(valid)
+    for name in ("calibration.png", "heldout.png"):
+        if name in drawn:
+            figures.append(drawn[name](report_dir / name, valid))
+        else:  # nothing to draw: no empty figure, and none from an earlier report
+            for stale in (report_dir / name, vector_path(report_dir / name)):
+                stale.unlink(missing_ok=True)
     path = report_dir / "report.md"
     path.write_text(markdown(posterior, valid, figures, checks))
     return [path, *figures]

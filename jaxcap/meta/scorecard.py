@@ -192,7 +192,10 @@ def scorecard(valid: Validation) -> list[str]:
     out = ["## Held-out validation", ""]
     scores = valid.scores
     if not scores:
-        return out + ["(no validation in this run)", ""]
+        no_figures = (
+            "No calibration.png or heldout.png: without held-out predictions they have nothing to draw."
+        )
+        return out + ["(no validation in this run)", "", no_figures, ""]
     st = valid.settings
     out += [
         f"Designs {', '.join(st.designs)}; levels: {st.folds} folds x fold seeds "

@@ -63,6 +63,33 @@ def test_smoke_end_to_end(smoke):
 
 
 @pytest.mark.slow
+def test_arviz_reads_the_pilot_posterior_like_the_base(smoke):
+    """posterior.nc of the pilot: the base's chains and draws, az.summary's R-hat finite, and the
+    observed and replicated success counts of every cell (the pilot levels' included) that
+    az.plot_ppc draws; report/pilot.png beside pilot.md, which links it."""
+    az = pytest.importorskip("arviz")
+    workdir, _ = smoke
+    base, post = az.from_netcdf(workdir / "base" / "posterior.nc"), az.from_netcdf(workdir / "posterior.nc")
+    sizes = lambda idata: {d: dict(idata["posterior"].sizes)[d] for d in ("chain", "draw")}  # noqa: E731
+    assert sizes(post) == sizes(base) and sizes(post)["chain"] >= 2
+    summary = az.summary(post, var_names=["log_C", "kappa", "mu_log_C"], kind="diagnostics")
+    assert np.isfinite(np.asarray(summary["r_hat"], float)).all(), summary
+    f = len(meta_posterior.load_posterior(workdir / "base").meta.families)
+    family = post["observed_data"]["cell_family_label"].values
+    rounds = pilot_choices(workdir)
+    mine = post["observed_data"]["successes"].values[family == "parity"]
+    assert sorted(mine.tolist()) == sorted(r[5] for r in rounds) and f == len(set(family)) - 1
+    replicated = post["posterior_predictive"]["successes"].values
+    assert replicated.shape == (*sizes(post).values(), len(family))
+    if hasattr(az, "plot_ppc"):  # ArviZ 0.23
+        assert az.plot_ppc(post, var_names=["successes"], num_pp_samples=20, random_seed=0) is not None
+    else:  # ArviZ 1.x (arviz-plots)
+        assert az.plot_ppc_dist(post, var_names=["successes"]) is not None
+    assert "![pilot](pilot.png)" in (workdir / "report" / "pilot.md").read_text()
+    assert (workdir / "report" / "pilot.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
 def test_predict_answers_for_the_pilot_family(smoke):
     workdir, _ = smoke
     tried = pilot_choices(workdir)[0][2]

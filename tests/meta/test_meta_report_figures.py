@@ -1,6 +1,7 @@
 """The meta-model's first screen and figures at smoke size: a design whose scores repeat another's
 (every held-out level a grid level) is shown once under the reader's words, the losses are one
-line per design under one header, and a held-out cell with no success is drawn at 0."""
+line per design under one header, a held-out cell with no success is drawn at 0 and every cell's
+90 % interval on a row of its own, and a run without validation draws no empty figure."""
 
 import matplotlib.figure
 import pytest
@@ -74,7 +75,32 @@ def test_heldout_draws_a_cell_with_no_success_at_zero(tmp_path, drawn):
     ]
     valid = Validation(folds=folds)
     report.plot_heldout(tmp_path / "heldout.png", valid)
-    ax = drawn[0].axes[0]
-    ys = sorted({float(y) for c in ax.containers for y in c[0].get_ydata()})
+    ax, rows = drawn[0].axes[:2]
+    points = [line for line in ax.lines if line.get_marker() in report.FOLD_MARKERS.values()]
+    ys = sorted({float(y) for line in points for y in line.get_ydata()})
     assert ys == [0.0, 1.0]  # not nudged to -0.02 to tell the fold kinds apart (markers do)
     assert ax.get_ylim()[0] < 0.0
+    # the intervals: one visible segment per cell, each on its own row, from lo90 to hi90
+    segments = [line for line in rows.lines if len(line.get_xdata()) == 2 and line.get_linewidth() >= 1.5]
+    assert len(segments) == 4 and len({float(line.get_ydata()[0]) for line in segments}) == 4
+    assert sorted(tuple(line.get_xdata()) for line in segments) == [(0.0, 0.3)] * 2 + [(0.7, 1.0)] * 2
+
+
+def test_a_run_without_validation_writes_no_empty_validation_figure(tmp_path, monkeypatch):
+    for name in ("calibration.png", "calibration.pdf", "heldout.png"):  # left by an earlier report
+        (tmp_path / name).write_text("old")
+    for name in ("plot_curves", "plot_monotone", "plot_capacity"):
+        monkeypatch.setattr(report, name, lambda path, *a: path)
+    monkeypatch.setattr(report, "family_checks", lambda table: [])
+    monkeypatch.setattr(
+        report, "markdown", lambda posterior, valid, figures, checks: "\n".join(scorecard.scorecard(valid))
+    )
+    written = report.write_report(tmp_path, None, None, Validation())
+    assert [p.name for p in written] == [
+        "report.md",
+        "success_vs_complexity.png",
+        "monotone.png",
+        "capacity.png",
+    ]
+    assert not list(tmp_path.glob("calibration.*")) and not list(tmp_path.glob("heldout.*"))
+    assert "No calibration.png or heldout.png" in (tmp_path / "report.md").read_text()

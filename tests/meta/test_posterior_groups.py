@@ -85,3 +85,30 @@ def test_az_plot_ppc_draws_the_observed_against_the_replicated_counts(saved):
     else:  # ArviZ 1.x (arviz-plots)
         drawn = az.plot_ppc_dist(idata, var_names=["successes"])
     assert drawn is not None
+
+
+def test_flat_draws_are_saved_in_the_fits_chains_with_the_groups_arviz_reads(saved, tmp_path):
+    """save_draws (a derived posterior: the pilot's) keeps the fit's chain layout and writes the
+    cells, so az.summary has chains to compare and az.plot_ppc has counts to draw."""
+    import dataclasses
+
+    from jaxcap.meta.records import NutsRecord
+
+    path, data, successes = saved
+    fitted = meta_posterior.load_posterior(path)
+    meta = dataclasses.replace(fitted.meta, nuts=NutsRecord(warmup=10, samples=DRAWS, chains=CHAINS))
+    derived = meta_posterior.save_draws(
+        tmp_path / "posterior.nc", meta_posterior.Posterior(fitted.draws, meta), data, successes
+    )
+    idata = az.from_netcdf(derived)
+    assert (
+        dict(idata["posterior"].sizes)["chain"] == CHAINS and dict(idata["posterior"].sizes)["draw"] == DRAWS
+    )
+    back = meta_posterior.load_posterior(derived)
+    assert all(np.array_equal(back.draws[k], v) for k, v in fitted.draws.items())  # chain by chain
+    rhat = az.summary(idata, var_names=["mu_log_C", "log_C", "kappa"], kind="diagnostics")["r_hat"]
+    assert np.isfinite(np.asarray(rhat, float)).all()
+    observed = idata["observed_data"]["successes"].values
+    assert np.array_equal(observed, successes.astype(np.int64))
+    assert idata["posterior_predictive"]["successes"].shape == (CHAINS, DRAWS, len(successes))
+    test_az_plot_ppc_draws_the_observed_against_the_replicated_counts((derived, None, None))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from jaxcap.config.plan import Plan
 from jaxcap.config.registry import EXPERIMENTS, resolve
-from jaxcap.experiments.pilot.posterior_out import append_family, joined_table
+from jaxcap.experiments.pilot.posterior_out import append_family, joined_table, table_cells
 from jaxcap.experiments.pilot.report import headline, pilot_report
 from jaxcap.experiments.pilot.rounds import Rounds, run_rounds
 from jaxcap.experiments.pilot.settings import PilotPlan
@@ -91,9 +91,9 @@ def pilot_experiment(plan: Plan[PilotPlan], store: Store) -> dict:
     posterior = append_family(
         base, result.fit, section.settings.name, info, levels, outcomes, summary, section.settings.seed
     )
-    save_draws(store.root / "posterior.nc", posterior)
-    base_table = read_table(base_dir / "table.json")
-    save_table(joined_table(base_table, result.table, section.arch, levels), store.root / "table.json")
+    table = joined_table(read_table(base_dir / "table.json"), result.table, section.arch, levels)
+    save_draws(store.root / "posterior.nc", posterior, *table_cells(table, posterior))
+    save_table(table, store.root / "table.json")
     written = pilot_report(store)
     print(headline(summary), flush=True)
     print(f"wrote {', '.join(str(p.relative_to(store.root)) for p in written)} in {store.root}", flush=True)

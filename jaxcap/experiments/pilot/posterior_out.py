@@ -3,15 +3,14 @@
 The family's fit (jaxcap/meta/pilot/fit.py) is a set of weighted particles, each tied to one draw of
 the calibrated posterior. Resampling them by weight (systematic resampling, Kitagawa 1996)
 gives equally weighted joint draws: every calibrated site from the particle's own calibrated
-draw, and the family's log θ, κ and level spread σ as one more column of their family sites.
-Each pilot level gets a level effect δ drawn from its conditional given the particle and the
-level's outcome, p(δ | y) ∝ N(δ; 0, σ) BetaBinomial(y | n, P(δ), ρ) (the model's own count
-likelihood, jaxcap/meta/model.py), by sampling-importance-resampling of `EFFECT_DRAWS` prior
-draws of δ (Rubin 1988; Smith & Gelfand 1992). Then every reader of a posterior (predict,
-boundaries) answers for the family unchanged: its pilot levels use their effects, a new level
-integrates δ out. `joined_table` is the table.json beside it: the base fit's rows and the
-pilots', coded as the appended posterior codes them, so a reader of a calibrate workdir's table
-(`python -m jaxcap.main.out_of_grid`) reads a pilot workdir too.
+draw (in that draw's order, so the saved chains are the fit's), and the family's log θ, κ and
+level spread σ as one more column of their family sites. Each pilot level gets a level effect δ
+from its conditional given the particle and the level's outcome, p(δ | y) ∝ N(δ; 0, σ)
+BetaBinomial(y | n, P(δ), ρ) (jaxcap/meta/model.py's likelihood), by sampling-importance-
+resampling of `EFFECT_DRAWS` prior draws of δ (Rubin 1988; Smith & Gelfand 1992), so every reader
+of a posterior answers for the family unchanged. `joined_table` is the table.json beside it (the
+base fit's rows and the pilots', coded as the appended posterior codes them), `table_cells` its
+cells: posterior.nc's observed and replicated counts. Details: docs/design/pilot.md.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import betabinom, binom
 
+from jaxcap.meta.cells import cell_data
 from jaxcap.meta.data import Table
 from jaxcap.meta.model import P_EDGE
 from jaxcap.meta.pilot.fit import FamilyFit, Particles
@@ -74,6 +74,7 @@ def append_family(
     meta.pilot."""
     n = base.draws["mu_log_C"].shape[0]
     p = take(fit.particles, fit.resample(n, seed))
+    p = take(p, np.argsort(p.draw, kind="stable"))  # the calibrated draws' order: their chains
     draws = {site: v[p.draw] for site, v in base.draws.items()}
     for site, column in (("log_theta", p.log_theta), ("kappa", p.kappa), ("sigma_level", p.sigma)):
         draws[site] = np.concatenate([draws[site], column[:, None]], axis=1)
@@ -104,3 +105,13 @@ def joined_table(base: Table, pilots: Table | None, arch: int, levels: list[Leve
     rows = [dataclasses.replace(r, arch=arch, family=f, level=offset + r.level) for r in pilots.rows]
     mine = [dataclasses.replace(lv, family=f) for lv in levels]
     return Table([*base.rows, *rows], base.archs, [*base.families, *pilots.families], [*base.levels, *mine])
+
+
+def table_cells(table: Table, posterior: Posterior) -> tuple[dict, np.ndarray]:
+    """The cells of `posterior` (the appended one) on `table` (its joined_table) and their observed
+    successes, as a fit codes them (jaxcap.meta.cells.cell_data); a family with no pilot trained
+    has no cells."""
+    meta = posterior.meta
+    if len(table.families) < len(meta.families):
+        table = dataclasses.replace(table, families=meta.families, levels=meta.levels)
+    return cell_data(table, meta.reference)

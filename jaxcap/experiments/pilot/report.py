@@ -4,7 +4,8 @@ Three parts: the rounds (what each round's fit knew of the boundary b*, which le
 with how many seeds and at what expected information gain, and what the level gave), the final
 b* interval with what it rests on, and P(learned) at every candidate level with its 90 %
 interval, computed as `python -m jaxcap.predict` computes it (pilot levels with their fitted
-effects, the others integrated over a new level's effect).
+effects, the others integrated over a new level's effect); pilot.png draws the same, the pilot
+points and b* round by round (figure.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcap.experiments.pilot.figure import plot_pilot
 from jaxcap.experiments.pilot.rounds import ROUNDS, read_rounds
 from jaxcap.meta.model import success_probability
 from jaxcap.meta.posterior import Posterior, load_posterior, summarize
@@ -63,12 +65,17 @@ def rounds_table(store: Store, field: str) -> list[str]:
 
 
 def pilot_report(store: Store) -> list[Path]:
-    """report/pilot.md (and posterior.nc, which it reads)."""
+    """report/pilot.md and report/pilot.png (and posterior.nc, which they read)."""
     posterior = load_posterior(store.root / "posterior.nc")
     pilot = posterior.meta.pilot
     b = pilot.boundary
-    tried = {r.value: r for r in read_rounds(store.root / ROUNDS)}
+    rounds = read_rounds(store.root / ROUNDS)
+    tried = {r.value: r for r in rounds}
     p = candidate_rates(posterior)
+    f = posterior.meta.families.index(pilot.family)
+    covariate = next((lv.covariate for lv in posterior.meta.levels if lv.family == f and lv.covariate), None)
+    store.report_path.mkdir(exist_ok=True)
+    figure = plot_pilot(store.report_path / "pilot.png", pilot, rounds, p, covariate or "complexity_bits")
     text = [
         f"# Pilot: {pilot.family} on {pilot.arch_label}",
         "",
@@ -99,7 +106,13 @@ def pilot_report(store: Store) -> list[Path]:
             f"| {pilot.field}={c['value']} | {c['bits']:.4g} | {piloted} | {s['median']:.3f} | "
             f"{s['lo90']:.3f}-{s['hi90']:.3f} |"
         )
-    store.report_path.mkdir(exist_ok=True)
+    text += [
+        "",
+        "The same in a figure: P(learned) at every candidate (90 % interval), the pilot points "
+        "(observed learned / seeds) and b*'s interval before the first round and after each.",
+        "",
+        f"![pilot]({figure.name})",
+    ]
     path = store.report_path / "pilot.md"
     write_atomic(path, "\n".join(text) + "\n")
-    return [store.root / "posterior.nc", path]
+    return [store.root / "posterior.nc", path, figure]
