@@ -1,5 +1,6 @@
-"""Test settings: a persistent compilation cache shared by every test process, rank-promotion
-errors to catch accidental broadcasting across the population axis, and the fixtures several
+"""Test settings: a persistent compilation cache shared by every test process, XLA:CPU's thread
+pool pinned, rank-promotion errors to catch accidental broadcasting across the population axis,
+and the fixtures several
 files use (a tiny trainer setup, a PostgreSQL server). Shared plain helpers live in helpers.py."""
 
 import contextlib
@@ -16,6 +17,11 @@ os.environ.setdefault("JAXCAP_CACHE", str(CACHE))  # also seen by launch subproc
 # evaluate; `jaxcap.core.runtime.few_options`), whose cost in a test is all compile.
 # What each saves: docs/tests.md#compile-levels-measured.
 os.environ.setdefault("JAXCAP_XLA_FEW_LEVEL", "0")
+# XLA:CPU's intra-op thread pool, pinned: its size ($NPROC, else the cores a process may run on)
+# changes how a long contraction is split into partial sums, so without a pin the same test
+# computes other numbers on a runner with other cores (docs/engine.md, "bfloat16 on the CPU:
+# same command, same numbers"). 2: this 2-core CPU's own default, so no measured number moves.
+os.environ.setdefault("NPROC", "2")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     fast_compile = "--xla_backend_optimization_level=2 --xla_cpu_use_fusion_emitters=false"
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {fast_compile}".strip()

@@ -78,10 +78,21 @@ def numerics(matmul_precision: str, needs_x64: bool):
         yield
 
 
+def intra_op_threads() -> int:
+    """The size of XLA:CPU's intra-op thread pool: $NPROC if it is a positive integer, else the
+    cores this process may run on (XLA's DefaultThreadPoolSize). A contraction with a long inner
+    dimension rounds differently at another size, so CPU numbers repeat bit for bit only at the
+    same count (docs/engine.md, "bfloat16 on the CPU: same command, same numbers")."""
+    text = os.environ.get("NPROC", "")
+    return int(text) if text.isdigit() and int(text) > 0 else len(os.sched_getaffinity(0))
+
+
 def describe_devices() -> str:
     devices = jax.devices()
     kinds = sorted({d.device_kind for d in devices})
-    cpu = f", {os.cpu_count()} CPU cores" if devices[0].platform == "cpu" else ""
+    cpu = ""
+    if devices[0].platform == "cpu":
+        cpu = f", {os.cpu_count()} CPU cores, {intra_op_threads()} intra-op threads"
     where = f"{len(devices)} x {'/'.join(kinds)} ({devices[0].platform}{cpu})"
     if jax.process_count() > 1:
         where += f" in {jax.process_count()} processes (this is process {jax.process_index()})"

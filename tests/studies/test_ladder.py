@@ -90,8 +90,10 @@ def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
     assert "left for later: nothing" in again.stdout and "rc 0" not in again.stdout  # nothing reruns
 
     # the first rung again as one part per budget: merged, it reads both budgets as the one part
-    # did. Two launches of a bfloat16 run agree to a few % on the CPU, not bit for bit: the
-    # constant-rate stubs of both already differ in the 7th digit, and training amplifies that
+    # did, bit for bit. A part trains the same populations as the whole rung (each size its own,
+    # the same members), so nothing changes the bfloat16 rounding; measured equal, and what a
+    # layout that does change it moves (a seed alone, P = 1: up to 4 %): docs/engine.md, "bfloat16
+    # on the CPU: same command, same numbers"
     recipe = ladder_plan.recipe_of(ladder_plan.finished(out / "ladder"))
     rung = ladder_plan.SMALL_RUNGS[0]
     for budget in rung.budgets:
@@ -105,7 +107,7 @@ def test_small_ladder_runs_resumes_and_merges_split_parts(tmp_path):
     assert [p.exposures for p in parts.annealed_curve] == [p.exposures for p in whole.annealed_curve]
     assert [p.size for p in parts.curve] == [p.size for p in whole.curve]  # each size's stub once
     assert (parts.flat.start, parts.flat.to) == (whole.flat.start, whole.flat.to)
-    assert parts.c_mem == pytest.approx(whole.c_mem, rel=0.1)
+    assert (parts.c_mem, parts.c_mem_seeds) == (whole.c_mem, whole.c_mem_seeds)
 
     text = (out / "ladder-small.md").read_text()
     assert "Not a measurement" in text and "size trend" in text and (out / ladder_page.FIGURE).exists()
