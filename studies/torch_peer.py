@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +47,26 @@ class PeerConfig:
     b1: float = 0.9
     b2: float = 0.98
     eps: float = 1e-8
+    # jaxcap's ModelConfig fields as the torch model (studies/torch_peer_model.py) implements them
+    JAXCAP_MODEL: ClassVar[dict] = dict(
+        norm="pre",
+        norm_type="layer",
+        activation="gelu",
+        pos_encoding="sinusoidal",
+        attention="bidirectional",
+        readout="last",
+        embed_std=1.0,
+        embed_sqrt_d=True,
+        n_kv_heads=0,
+        qk_norm=False,
+        mlp=True,
+        residual="standard",
+        qat_bits=0,
+        angular="none",
+        input_dim=0,
+        param_dtype="float32",
+        compute_dtype="float32",
+    )
 
     @property
     def vocab_size(self) -> int:
