@@ -1,19 +1,14 @@
 """Parameter initializers: jaxcap's own (`init='jax'`) or each layer type's PyTorch default.
 
-`ModelConfig.init = 'jax'` (the default) keeps Flax's defaults: every kernel from a truncated
-normal of std 1/√fan_in (LeCun normal), zero biases, token tables N(0, embed_std²/multiplier²).
-`init = 'torch'` draws what a PyTorch model of the same layers starts from, so a recipe ported
-from PyTorch starts where it did:
-
-- `nn.Linear` (fc1, fc2, the attention output, the head, a float-input embedding): kernel from
-  `kaiming_uniform_(a=√5)`, i.e. U(±gain·√3/√fan_in) with gain √(2/(1+a²)) = √(1/3), which is
-  U(±1/√fan_in); bias U(±1/√fan_in).
-- `nn.MultiheadAttention`: q, k and v are one packed (3d, d) `in_proj_weight` drawn by
-  `xavier_uniform_`, U(±√(6/(fan_in + fan_out))) with fan_out the packed width (3d); the
-  in_proj and out_proj biases are zero (out_proj's kernel is an `nn.Linear` default).
-- `nn.Embedding`: N(0, 1) as stored (jaxcap's `embed_std`, 1 by default, sets the std).
-- `nn.LayerNorm`: weight 1, bias 0, which Flax's LayerNorm already does.
-
+'jax' (the default) keeps Flax's: kernels LeCun normal (truncated, std 1/√fan_in), zero biases.
+'torch' draws what the same PyTorch layers start from (docs/population.md#the-pytorch-recipe):
+- `nn.Linear` (fc1, fc2, attention output, head): kernel `kaiming_uniform_(a=√5)`, which is
+  U(±1/√fan_in) (gain √(1/3) times √3/√fan_in); bias U(±1/√fan_in).
+- `nn.MultiheadAttention`: q, k, v are one packed (3d, d) `in_proj_weight` drawn by
+  `xavier_uniform_`, U(±√(6/(fan_in + fan_out))), fan_out the packed width; in_proj and
+  out_proj biases zero (out_proj's kernel is an `nn.Linear` default).
+- `nn.Embedding`: N(0, 1) as stored (`embed_std`, 1 by default, is its std).
+- `nn.LayerNorm`: weight 1, bias 0, as Flax's LayerNorm already is.
 Checked against the formulas on large draws in tests/models/test_recipe.py.
 """
 
