@@ -161,3 +161,23 @@ def test_final_norm_on_needs_norms():
     c.model.update(norm="none", final_norm="on")
     with pytest.raises(ConfigError, match=r"^config\.model\.final_norm: got 'on' with config\.model\.norm"):
         build_plan(c)
+
+
+def test_the_grokking_template_sets_the_whole_recipe():
+    from helpers import ROOT, load_module
+
+    plan = build_plan(load_module(ROOT / "configs/grokking.py").get_config("template"))
+    assert [b.label for b in plan.buckets] == [f"task.operation={op}" for op in ("add", "sub", "div", "perm")]
+    bucket = plan.buckets[0]
+    m, s, hp = bucket.model, bucket.settings, bucket.members[0].hparams
+    assert (m.init, m.gelu, m.norm, m.final_norm, m.norm_eps) == ("torch", "exact", "post", "on", 1e-5)
+    assert (m.pos_encoding, m.attention, m.embed_sqrt_d, m.d_ff) == ("learned", "causal", False, 512)
+    assert param_count(m) == 422_625 - 2 * 128 - 128  # the template's, less key biases and a position row
+    assert (hp["decay"], hp["weight_decay"], hp["learning_rate"], hp["warmup_steps"]) == (
+        "all",
+        0.5,
+        1e-3,
+        50,
+    )
+    assert (s.steps, s.chunk_steps, s.batch_size, s.clip_norm, s.eval_share) == (7500, 10, 512, 0.0, 0.0)
+    assert bucket.task.split_sizes() == (4704, 2352, 2353) and bucket.task.n_eval >= 2353
