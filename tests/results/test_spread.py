@@ -113,3 +113,26 @@ def test_the_settings_table_says_when_seeds_cannot_tell_settings_apart():
     assert "differ (Mann-Whitney p = 0.029" in format_steps(rows[:4] + apart, HPARAM_NAMES)
     by_task = [_row(f"task.operation={op}", i, 100 * i + 100) for op in ("add", "sub") for i in range(2)]
     assert format_steps(by_task, HPARAM_NAMES) == ""  # two tasks, one setting each: nothing to compare
+
+
+@pytest.mark.slow
+def test_a_run_sweeping_the_decay_mask_prints_the_settings_table(tmp_path, capsys):
+    """hparams.decay swept in one population through the real run: the members carry its names,
+    and the run's output and report.md hold the per-setting comparison."""
+    from helpers import smoke_config
+
+    from jaxcap.results.store import Store
+    from jaxcap.run import run
+
+    config = smoke_config("configs/grokking.py:smoke")
+    config.sweep.buckets = ("task.operation=add",)
+    config.sweep.hparams.decay = ("matrices", "all")
+    config.model.init = "torch"
+    run(config, str(tmp_path))
+    rows = Store(tmp_path).members()
+    assert sorted(r.hparams["decay"] for r in rows) == ["all", "all", "matrices", "matrices"]
+    printed = capsys.readouterr().out
+    report = (tmp_path / "report" / "report.md").read_text()
+    for text in (printed, report):
+        assert "Steps to the val threshold per setting" in text and "decay=all" in text
+        assert "seeds cannot tell them apart" in text  # 2 seeds a side never differ
