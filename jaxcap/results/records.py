@@ -48,7 +48,7 @@ class MemberRow:
     status: str  # "ok", "diverged", or "pruned" (frozen by an on_eval hook)
     family: str
     knobs: dict[str, Any]  # the level's task knobs
-    hparams: dict[str, float]
+    hparams: dict[str, Any]  # numbers, and hparams.decay by its name
     complexity_bits: float
     success_metric: str
     success_threshold: float
