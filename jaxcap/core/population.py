@@ -18,7 +18,12 @@ import numpy as np
 from flax import struct
 
 from jaxcap.core import keys
-from jaxcap.fields import Float, defaults, rules, setting
+from jaxcap.fields import Choice, Float, defaults, rules, setting
+
+# hparams.decay: what AdamW's weight decay reaches, and the code a member carries (a traced float,
+# so one program holds members of both): kernels and tables only, or every parameter, as
+# `torch.optim.AdamW(model.parameters())` decays biases and LayerNorm too.
+DECAY_CODES = {"matrices": 0.0, "all": 1.0}
 
 
 @struct.dataclass
@@ -29,7 +34,8 @@ class HParams:
     rule (the config's schema, and every value of a `config.sweep.hparams` grid). AdamW's b2 = 0.98
     as in the grokking literature; warmup in steps, a float so that it can be traced like the
     others; decay_steps: where a decaying schedule reaches 0, 0 for train.steps, so runs of
-    different lengths share one compile.
+    different lengths share one compile. decay: 'matrices' or 'all' in the config, its
+    `DECAY_CODES` value here (`hparam_code`).
     """
 
     learning_rate: jax.Array = setting(1e-3, Float(0.0))
@@ -40,12 +46,20 @@ class HParams:
     init_scale: jax.Array = setting(1.0, Float(0.0))
     label_smoothing: jax.Array = setting(0.0, Float(0.0, 1.0, open_high=True))
     decay_steps: jax.Array = setting(0.0, Float(0.0))
+    decay: jax.Array = setting(0.0, Choice(tuple(DECAY_CODES)), config_default="matrices")
     task: dict[str, jax.Array] = struct.field(default_factory=dict)
 
 
 DEFAULT_HPARAMS = defaults(HParams)  # every per-member hyperparameter with its default
 HPARAM_RULES = rules(HParams)
 HPARAM_NAMES = tuple(DEFAULT_HPARAMS)
+
+
+def hparam_code(name: str, value: Any) -> float:
+    """The float a member's HParams leaf holds for a config value (decay's name -> its code)."""
+    if name == "decay" and isinstance(value, str):
+        return DECAY_CODES[value]
+    return float(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +83,11 @@ def member_key(base_seed: int, seed: int) -> jax.Array:
     return jax.random.fold_in(jax.random.key(base_seed), seed)
 
 
+def _grid_value(value: Any) -> Any:
+    """A swept value as a member records it: a number as a float, a name (decay) as it is."""
+    return value if isinstance(value, str) else float(value)
+
+
 def _product(grid: dict[str, tuple]) -> list[dict[str, Any]]:
     names = list(grid)
     return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
@@ -90,7 +109,7 @@ def grid_members(
                     Member(
                         index=len(members),
                         seed=seed,
-                        hparams={**defaults, **{k: float(v) for k, v in hp.items()}},
+                        hparams={**defaults, **{k: _grid_value(v) for k, v in hp.items()}},
                         knobs={**knob_defaults, **knobs},
                     )
                 )
@@ -103,7 +122,7 @@ def stack(members: list[Member], base_seed: int) -> tuple[np.ndarray, HParams]:
     key_data = np.stack([m.key_data(base_seed) for m in members])
     # rows written before a hyperparameter existed read as its default
     values = {
-        n: np.asarray([m.hparams.get(n, DEFAULT_HPARAMS[n]) for m in members], np.float32)
+        n: np.asarray([hparam_code(n, m.hparams.get(n, DEFAULT_HPARAMS[n])) for m in members], np.float32)
         for n in HPARAM_NAMES
     }
     knobs = {}

@@ -156,6 +156,14 @@ def _decay_mask(params: dict) -> dict:
     return jax.tree.map(lambda p: p.ndim >= 2, params)
 
 
+def decay_vectors(updates: dict, params: dict, rate: jax.Array) -> dict:
+    """AdamW's decoupled decay, -rate · p, added to the updates of the parameters `_decay_mask`
+    leaves out (biases, norm scales and offsets), so with rate = lr · wd they decay as the
+    matrices do, as `torch.optim.AdamW(model.parameters())` decays them (hparams.decay = 'all').
+    rate is 0 under 'matrices', and u - 0 · p is u exactly: the default's updates do not move."""
+    return jax.tree.map(lambda u, p: u if p.ndim >= 2 else u - (rate * p).astype(u.dtype), updates, params)
+
+
 def make_optimizer(settings: TrainSettings) -> optax.GradientTransformation:
     # `mask` is static: inject_hyperparams would otherwise call it as a schedule of the step count.
     return optax.inject_hyperparams(optax.adamw, static_args=("mask",), hyperparam_dtype=jnp.float32)(
@@ -218,6 +226,7 @@ def make_train(settings: TrainSettings, task: Task, model_cfg: ModelConfig) -> t
         lr = jnp.where(take, hp.learning_rate * unit, 0.0)
         opt_state = state.opt_state._replace(hyperparams=dict(state.opt_state.hyperparams, learning_rate=lr))
         updates, new_opt = tx.update(grads, opt_state, state.params)
+        updates = decay_vectors(updates, state.params, lr * hp.weight_decay * hp.decay)
         # float32 hyperparameters promote the moments of bfloat16/float16 parameters: keep every
         # leaf in its dtype so the scan carry is stable (a no-op for float32 and float64 models)
         new_opt = jax.tree.map(lambda new, old: new.astype(old.dtype), new_opt, opt_state)

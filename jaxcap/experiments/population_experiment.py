@@ -13,6 +13,7 @@ from jaxcap.core import sharding
 from jaxcap.core.checkpoint import latest_cursor
 from jaxcap.core.population import HPARAM_NAMES
 from jaxcap.reports import level_summary as summary
+from jaxcap.reports.steps_table import format_steps
 from jaxcap.results.records import Cursor, MemberRow
 from jaxcap.results.store import Store, write_atomic
 from jaxcap.training.loop import StopFn, train_bucket
@@ -50,6 +51,8 @@ def population_report(store: Store) -> list[Path]:
     a workdir without member rows is one line, and nothing is written."""
     rows = store.reported_members()
     table = summary.format_table(summary.levels(rows, HPARAM_NAMES), markdown=True)
+    steps = format_steps(rows, HPARAM_NAMES, markdown=True)
+    table += f"\n{steps}" if steps else ""
     from jaxcap.reports.population_figures import population_figures  # scores, success, dynamics, gap
 
     figures, section = population_figures(store, rows)
@@ -64,6 +67,9 @@ def population_experiment(plan: Plan, store: Store) -> list[MemberRow]:
     train_all(plan, store)
     rows = store.members()
     print(summary.format_table(summary.levels(rows, HPARAM_NAMES)), flush=True)
+    steps = format_steps(rows, HPARAM_NAMES)
+    if steps:
+        print(steps, flush=True)
     written = population_report(store)
     tables = ", ".join(
         p.name for p in (store.members_path, store.members_csv_path, store.evals_path, store.curves_path)

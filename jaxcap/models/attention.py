@@ -19,6 +19,7 @@ from flax import nnx
 
 from jaxcap.models.config import ModelConfig
 from jaxcap.models.embeddings import rotary
+from jaxcap.models.inits import out_proj_inits, packed_qkv_inits
 from jaxcap.models.norms import QKNorm
 from jaxcap.models.quantize import make_linear, project
 
@@ -61,12 +62,15 @@ class Attention(nnx.Module):
 
     def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs):
         width, kv_width = cfg.n_heads * cfg.d_head, cfg.kv_heads * cfg.d_head
-        self.q = make_linear(cfg, cfg.d_model, width, rngs)
+        # under init='torch', q, k and v are drawn as parts of one packed projection (inits.py)
+        qkv = packed_qkv_inits(cfg.init, cfg.d_model, width + 2 * kv_width)
+        self.q = make_linear(cfg, cfg.d_model, width, rngs, inits=qkv or None)
         # No key bias: q·(k + b) shifts every score of a query equally, which softmax ignores, so
-        # its gradient is pure rounding noise that Adam would amplify into a random walk.
-        self.k = make_linear(cfg, cfg.d_model, kv_width, rngs, use_bias=False)
-        self.v = make_linear(cfg, cfg.d_model, kv_width, rngs)
-        self.out = make_linear(cfg, width, cfg.d_model, rngs)
+        # its gradient is pure rounding noise that Adam would amplify into a random walk. (PyTorch
+        # has one, zero at init; it cannot change the output, so init='torch' leaves it out too.)
+        self.k = make_linear(cfg, cfg.d_model, kv_width, rngs, use_bias=False, inits=qkv or None)
+        self.v = make_linear(cfg, cfg.d_model, kv_width, rngs, inits=qkv or None)
+        self.out = make_linear(cfg, width, cfg.d_model, rngs, inits=out_proj_inits(cfg.init, width) or None)
         self.qk_norm = QKNorm(cfg, rngs) if cfg.qk_norm else None
         self.n_heads, self.d_head, self.causal = cfg.n_heads, cfg.d_head, cfg.attention == "causal"
         self.kv_heads, self.rotary = cfg.kv_heads, cfg.pos_encoding == "rotary"

@@ -14,8 +14,11 @@ from typing import Any, ClassVar
 import jax.numpy as jnp
 
 from jaxcap.fields import Bool, Choice, ConfigError, Float, Int, rules, setting
+from jaxcap.models.inits import INITS
 
 ACTIVATIONS = ("gelu", "relu")
+GELUS = ("tanh", "exact")
+FINAL_NORMS = ("auto", "on", "off")
 NORMS = ("pre", "post", "none")
 NORM_TYPES = ("layer", "rms")
 POSITIONS = ("sinusoidal", "learned", "rotary", "none")
@@ -104,10 +107,23 @@ class ModelConfig:
     # The multiplier makes Adam's step on a token row sqrt(d_model) times larger in the stream.
     embed_std: float = setting(1.0, Float(1e-6, 1e3))
     embed_sqrt_d: bool = setting(True, Bool())
+    # A recipe ported from PyTorch (docs/population.md#the-pytorch-recipe): 'torch' draws every
+    # layer as its PyTorch default does (inits.py); GELU as the tanh approximation or exact erf
+    # (nn.GELU); the norms' epsilon (nn.LayerNorm: 1e-5); a norm before the readout ('auto': only
+    # pre-LN stacks end in one; 'on' also for post-LN, as the grokking template does).
+    init: str = setting("jax", Choice(INITS))
+    gelu: str = setting("tanh", Choice(GELUS))
+    norm_eps: float = setting(1e-6, Float(1e-12, 1.0))
+    final_norm: str = setting("auto", Choice(FINAL_NORMS))
 
     def __post_init__(self):
         # Rules between fields, said once: a config meets them when its plan builds the model
         # (jaxcap.config.base.validate), so the errors name the config's fields.
+        if self.final_norm == "on" and self.norm == "none":
+            raise ConfigError(
+                "config.model.final_norm: got 'on' with config.model.norm 'none'; allowed: auto, off "
+                "(a stack without norms has no final one)"
+            )
         if self.angular != "none" and self.angular_n <= 0:
             raise ConfigError(
                 f"config.model.angular_n: got {self.angular_n}; allowed: > 0 with angular embeddings"
@@ -157,6 +173,13 @@ class ModelConfig:
         return self.qat_bits or PRECISION_BITS[self.param_dtype]
 
     @property
+    def has_final_norm(self) -> bool:
+        """Whether a norm sits between the last block and the readout."""
+        if self.final_norm == "auto":
+            return self.norm == "pre"
+        return self.final_norm == "on"
+
+    @property
     def kv_heads(self) -> int:
         return self.n_kv_heads or self.n_heads
 
@@ -194,6 +217,14 @@ class ModelConfig:
             out.append(f"QAT {self.qat_bits}-bit" + (" weights+activations" if self.qat_activations else ""))
         if self.angular != "none":
             out.append(f"angular numbers ({self.angular}, N={self.angular_n})")
+        if self.init != "jax":
+            out.append(f"{self.init} init")
+        if self.activation == "gelu" and self.gelu != "tanh":
+            out.append(f"{self.gelu} GELU")
+        if self.norm_eps != 1e-6:
+            out.append(f"norm eps {self.norm_eps:g}")
+        if self.final_norm != "auto":
+            out.append(f"final norm {self.final_norm}")
         return out
 
 
@@ -219,7 +250,7 @@ def param_count(cfg: ModelConfig) -> int:
     attn += 2 * _norm_size(cfg, cfg.d_head) if cfg.qk_norm else 0
     mlp = d * cfg.d_ff + cfg.d_ff + cfg.d_ff * d + d if cfg.mlp else 0
     n += cfg.n_layers * (attn + mlp + (2 if cfg.mlp else 1) * norm)
-    if cfg.norm == "pre":
+    if cfg.has_final_norm:
         n += norm  # final norm before the readout
     if cfg.residual == "gated":
         n += cfg.n_layers * (2 if cfg.mlp else 1)  # one gate per sublayer

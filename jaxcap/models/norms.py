@@ -24,14 +24,20 @@ from jaxcap.models.config import ModelConfig
 
 
 def make_norm(cfg: ModelConfig, dim: int, rngs: nnx.Rngs) -> nnx.LayerNorm | nnx.RMSNorm:
-    """A norm over the last axis of size `dim`, computed in float32 whatever the compute dtype."""
+    """A norm over the last axis of size `dim`, computed in float32 whatever the compute dtype,
+    with epsilon `cfg.norm_eps` (Flax's 1e-6 by default; PyTorch's `nn.LayerNorm` uses 1e-5)."""
     if cfg.norm_type == "rms":
-        return nnx.RMSNorm(dim, dtype=jnp.float32, param_dtype=cfg.param_jnp_dtype, rngs=rngs)
-    return nnx.LayerNorm(dim, dtype=jnp.float32, param_dtype=cfg.param_jnp_dtype, rngs=rngs)
+        return nnx.RMSNorm(
+            dim, epsilon=cfg.norm_eps, dtype=jnp.float32, param_dtype=cfg.param_jnp_dtype, rngs=rngs
+        )
+    return nnx.LayerNorm(
+        dim, epsilon=cfg.norm_eps, dtype=jnp.float32, param_dtype=cfg.param_jnp_dtype, rngs=rngs
+    )
 
 
 def block_norm(cfg: ModelConfig, rngs: nnx.Rngs) -> nnx.Module | None:
-    """The norm of a sublayer or before the readout; None when `cfg.norm == 'none'`."""
+    """The norm of a sublayer or before the readout; None when `cfg.norm == 'none'`. Whether the
+    stack ends in one is `ModelConfig.has_final_norm`."""
     return None if cfg.norm == "none" else make_norm(cfg, cfg.d_model, rngs)
 
 

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxcap.models.inits import linear_inits
+
 
 def fake_quant(x: jax.Array, bits: int) -> jax.Array:
     """x rounded to 2^bits evenly spaced levels over [min x, max x], with a straight-through
@@ -47,9 +49,15 @@ class QuantLinear(nnx.Linear):
         return super().__call__(fake_quant(x, self.act_bits))
 
 
-def make_linear(cfg, d_in: int, d_out: int, rngs: nnx.Rngs, use_bias: bool = True) -> nnx.Linear:
-    """A linear layer in the model's dtypes; quantizes its input when `cfg.qat_activations`."""
+def make_linear(
+    cfg, d_in: int, d_out: int, rngs: nnx.Rngs, use_bias: bool = True, inits: dict | None = None
+) -> nnx.Linear:
+    """A linear layer in the model's dtypes, initialized by `cfg.init` (an `nn.Linear` under
+    'torch') unless `inits` gives its kernel_init/bias_init; quantizes its input when
+    `cfg.qat_activations`."""
+    inits = linear_inits(cfg.init, d_in, use_bias) if inits is None else inits
     kwargs = dict(use_bias=use_bias, dtype=cfg.compute_jnp_dtype, param_dtype=cfg.param_jnp_dtype, rngs=rngs)
+    kwargs.update(inits)
     if cfg.qat_activations:
         return QuantLinear(d_in, d_out, act_bits=cfg.qat_bits, **kwargs)
     return nnx.Linear(d_in, d_out, **kwargs)

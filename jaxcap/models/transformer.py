@@ -14,6 +14,7 @@ Details: docs/design/model.md#moving-fewer-bytes.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -23,6 +24,7 @@ from flax import nnx
 from jaxcap.models.attention import Attention
 from jaxcap.models.config import ModelConfig
 from jaxcap.models.embeddings import NumberEmbed, angular_logits, sinusoidal_positions
+from jaxcap.models.inits import embedding_std
 from jaxcap.models.norms import block_norm
 from jaxcap.models.quantize import make_linear, quantize_params
 from jaxcap.models.residual import BranchScale, DepthWeightedAverage
@@ -59,6 +61,14 @@ def embed_multiplier(cfg: ModelConfig) -> float:
     return math.sqrt(cfg.d_model) if cfg.embed_sqrt_d else 1.0
 
 
+def activation(cfg: ModelConfig):
+    """The MLP's nonlinearity: ReLU, or GELU as the tanh approximation (`gelu='tanh'`, jax's
+    default) or exact, x·Φ(x) with the normal CDF from erf (`gelu='exact'`, PyTorch's `nn.GELU`)."""
+    if cfg.activation == "relu":
+        return jax.nn.relu
+    return jax.nn.gelu if cfg.gelu == "tanh" else functools.partial(jax.nn.gelu, approximate=False)
+
+
 class Block(nnx.Module):
     """Attention + MLP (or attention only) with residuals; norms before (pre), after (post) or
     nowhere."""
@@ -72,7 +82,7 @@ class Block(nnx.Module):
         else:
             self.norm1 = block_norm(cfg, rngs)
         self.placement, self.mlp = cfg.norm, cfg.mlp
-        self.act = jax.nn.gelu if cfg.activation == "gelu" else jax.nn.relu
+        self.act = activation(cfg)
         self.branch = BranchScale(cfg)
 
     def _sublayer(self, x, skip, fn, norm, drop, i):
@@ -114,14 +124,18 @@ class Transformer(nnx.Module):
                 cfg.d_model,
                 dtype=cfg.param_jnp_dtype,
                 param_dtype=cfg.param_jnp_dtype,
-                embedding_init=nnx.initializers.normal(cfg.embed_std / embed_multiplier(cfg)),
+                embedding_init=nnx.initializers.normal(
+                    embedding_std(cfg.init, cfg.embed_std, embed_multiplier(cfg))
+                ),
                 rngs=rngs,
             )
         if cfg.pos_encoding == "learned":
             init = nnx.initializers.normal(cfg.embed_std)  # 1: the sinusoidal table's scale
             self.pos = nnx.Param(init(rngs.params(), (cfg.seq_len, cfg.d_model), cfg.param_jnp_dtype))
         self.blocks = nnx.List([Block(cfg, rngs) for _ in range(cfg.n_layers)])
-        self.final_norm = block_norm(cfg, rngs) if cfg.norm == "pre" else None
+        # pre-LN ends in a norm by default; post-LN can (`final_norm='on'`, as the PyTorch
+        # grokking template's nn.LayerNorm before its head)
+        self.final_norm = block_norm(cfg, rngs) if cfg.has_final_norm else None
         self.head = make_linear(cfg, cfg.d_model, 2 if cfg.angular_output else cfg.n_outputs, rngs)
         self.dense = DepthWeightedAverage(cfg) if cfg.residual == "dense" else None
 

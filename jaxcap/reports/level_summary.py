@@ -14,6 +14,7 @@ import statistics
 
 from jaxcap.results import outcomes
 from jaxcap.results.records import LevelSummary, MemberRow
+from jaxcap.results.spread import BOOTSTRAP_MIN
 
 
 def _key(row: MemberRow) -> tuple:
@@ -36,7 +37,9 @@ def levels(rows: list[MemberRow], hparam_names: tuple[str, ...]) -> list[LevelSu
         members, first = everyone[key], everyone[key][0]
         ok = [r for r in best if r.status == "ok"]
         values = [r.final[r.success_metric] for r in ok]
-        reached = [r.steps_to_val_threshold for r in ok if r.steps_to_val_threshold is not None]
+        # a diverged seed never reaches the threshold: counted among the seeds, never as a step
+        steps = [r.steps_to_val_threshold if r.status == "ok" else None for r in best]
+        reached = [s for s in steps if s is not None]
         entropy = [r.final.get("val_entropy") for r in ok]
         out.append(
             LevelSummary(
@@ -67,9 +70,22 @@ def levels(rows: list[MemberRow], hparam_names: tuple[str, ...]) -> list[LevelSu
                 n_all=len(members),
                 higher_is_better=first.higher_is_better,
                 learned=outcomes.learned(best),
+                val_steps=steps,
             )
         )
     return sorted(out, key=lambda lv: (lv.bucket, lv.family, lv.complexity_bits))
+
+
+def _setting(value) -> str:
+    """A swept hyperparameter's value: a number to 3 digits, a name (hparams.decay) as it is."""
+    return value if isinstance(value, str) else fmt(value, ".3g")
+
+
+def _steps(lv: LevelSummary) -> str:
+    """Steps to the val threshold: median [range] (reached/seeds; a bootstrap interval from 5)."""
+    if lv.val_steps:
+        return lv.steps_spread.text()
+    return f"{fmt(lv.steps_to_val, '.0f')} ({lv.n_reached}/{lv.n})"  # a summary from before val_steps
 
 
 def fmt(x, spec=".3f") -> str:
@@ -121,14 +137,14 @@ def format_table(levels_: list[LevelSummary], markdown: bool = False) -> str:
                 *([lv.bucket.replace("task.", "")] if bucket_col else []),
                 *(str(lv.knobs.get(k, "—")) for k in knob_names),
                 fmt_bits(lv.complexity_bits),
-                *(fmt(lv.best.get(n), ".3g") for n in best_names),
+                *(_setting(lv.best.get(n)) for n in best_names),
                 *([fmt(lv.val)] if val_col else []),
                 fmt(lv.median),
                 fmt(lv.min),
                 fmt(lv.max),
                 fmt(lv.chance),
                 *([fmt(lv.shortcut)] if shortcut_col else []),
-                f"{fmt(lv.steps_to_val, '.0f')} ({lv.n_reached}/{lv.n})",
+                _steps(lv),
                 fmt(lv.entropy, ".2f"),
                 diverged,
                 f"{lv.n_success}/{lv.n}",
@@ -148,7 +164,8 @@ def format_table(levels_: list[LevelSummary], markdown: bool = False) -> str:
     notes.append(
         f"success: {first.metric} {'>=' if first.higher_is_better else '<='} {first.threshold} "
         "and not diverged; learned: a strict majority of seeds succeeded; val_steps_to_thr: first eval at "
-        "the val threshold"
+        "the val threshold, median [min–max] over the seeds that reached it (reached/seeds; a 95 % "
+        f"bootstrap interval of the median from {BOOTSTRAP_MIN} seeds on)"
     )
     if markdown:
         return "\n".join([f"**{title}**", "", *rows, "", *(f"- {n}" for n in notes)]) + "\n"

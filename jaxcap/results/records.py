@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jaxcap.results.spread import StepsSpread, spread
+
 Json = dict[str, Any]
 
 
@@ -46,7 +48,7 @@ class MemberRow:
     status: str  # "ok", "diverged", or "pruned" (frozen by an on_eval hook)
     family: str
     knobs: dict[str, Any]  # the level's task knobs
-    hparams: dict[str, float]
+    hparams: dict[str, Any]  # numbers, and hparams.decay by its name
     complexity_bits: float
     success_metric: str
     success_threshold: float
@@ -164,7 +166,7 @@ class LevelSummary:
     chance: float | None
     shortcut: float | None
     shortcut_name: str | None
-    steps_to_val: float | None
+    steps_to_val: float | None  # median over the seeds that reached the val threshold
     n_reached: int
     n: int  # seeds of the best setting (pruned left out)
     n_success: int
@@ -174,6 +176,14 @@ class LevelSummary:
     n_all: int
     higher_is_better: bool
     learned: bool
+    # per seed of the best setting: its first step at the val threshold (None: never reached);
+    # empty in a summary written before it was recorded
+    val_steps: list[int | None] | None = dataclasses.field(default_factory=list)
+
+    @property
+    def steps_spread(self) -> StepsSpread:
+        """The spread of `val_steps` over the seeds (jaxcap.results.spread)."""
+        return spread(self.val_steps or [])
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelSummary:

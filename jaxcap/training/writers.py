@@ -45,13 +45,18 @@ class MemberRun:
         return self.family, self.bucket, self.member
 
 
+def _value(v) -> str:
+    """A swept hyperparameter in a run name: a number to 3 digits, a name (decay) as it is."""
+    return v if isinstance(v, str) else f"{v:.3g}"
+
+
 def member_runs(bucket: str, members: list, label: str, family: str = "") -> list[MemberRun]:
     """The runs of a bucket's members (`jaxcap.core.population.Member`s) of task `family`."""
     swept = [n for n in members[0].hparams if len({m.hparams[n] for m in members}) > 1]
     out = []
     for i, m in enumerate(members):
         level = level_words(m.knobs, label)
-        setting = ", ".join([level, *(f"{n}={m.hparams[n]:.3g}" for n in swept)])
+        setting = ", ".join([level, *(f"{n}={_value(m.hparams[n])}" for n in swept)])
         parts = [setting, *([f"trial{m.trial}"] if m.trial is not None else []), f"seed{m.seed}"]
         name = "/".join([*([family] if family else []), *parts])
         config = {**({"family": family} if family else {}), "level": level, "seed": m.seed}

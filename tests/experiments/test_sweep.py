@@ -17,7 +17,7 @@ from helpers import objective as _objective
 from optuna.trial import TrialState
 
 from jaxcap.config.base import base_config, build_plan, checked_plan, validate
-from jaxcap.core.population import HPARAM_NAMES, stack
+from jaxcap.core.population import HPARAM_NAMES, hparam_code, stack
 from jaxcap.experiments.hpo import study as study_lib
 from jaxcap.experiments.hpo import sweep
 from jaxcap.experiments.hpo import worker_rounds as rounds
@@ -68,7 +68,7 @@ def test_a_round_is_trials_times_seeds_members_with_the_suggested_values(tmp_pat
                 for name in HPARAM_NAMES:
                     expected = params.get(name, c.hparams[name])  # not searched: the config's value
                     assert member.hparams[name] == expected
-                    assert np.float32(getattr(hp, name)[i]) == np.float32(expected)
+                    assert np.float32(getattr(hp, name)[i]) == np.float32(hparam_code(name, expected))
             if slot.number == 0:  # the enqueued baseline is the config's own values
                 assert params["learning_rate"] == c.hparams.learning_rate
                 assert params["pos_encoding"] == c.model.pos_encoding
