@@ -9,8 +9,9 @@ Cases: grace (a worker started with a 12 s grace next to a live one with the def
 killed_before_tell (a worker killed after writing its rows, before telling; another takes over,
 then the killed one reruns), mixed_configs (a worker of another model and steps joins the
 studies), busy_workdir (a launch on a workdir a live run holds, 10 tries), stopped_worker (a
-worker stopped past its own grace period, then continued), two_workers, and kill_and_reclaim (a
-worker killed mid-trial; another takes its trials over after its grace).
+worker stopped past its own grace period, then continued), two_workers, kill_and_reclaim (a
+worker killed mid-trial; another takes its trials over after its grace) and three_workers (three
+workdirs of one study to read together: killed before telling, the taker-over, one left RUNNING).
 """
 
 from __future__ import annotations
@@ -135,6 +136,24 @@ def case_killed_before_tell(out: Path, storage: str, name: str) -> dict:
     codes.append(_start(_args(storage, name), dead).wait())  # the killed worker's rerun
     after = _summary(storage, name, [dead, other])
     return {"exit_codes": codes, "before_rerun": before, "after_rerun": after}
+
+
+def case_three_workers(out: Path, storage: str, name: str) -> dict:
+    """Three workdirs of one study: `dead` killed after writing rows, before telling; `other` took
+    its trials over and told them; `running` claimed one more trial per study (a budget of 3) and
+    was killed after writing its rows, so that trial stays RUNNING with rows on disk."""
+    dead, other, running = out / "w1", out / "w2", out / "w3"
+    _create(_args(storage, name))
+    codes = [_start(_args(storage, name), dead, die=("add_member_rows", 1)).wait()]
+    codes.append(_start(_args(storage, name), other).wait())  # takes over after 12 s, tells
+    codes.append(
+        _start(_args(storage, name, n_trials=N_TRIALS + 1), running, die=("add_member_rows", 1)).wait()
+    )
+    return {
+        "exit_codes": codes,
+        "workdirs": [str(w) for w in (dead, other, running)],
+        **_summary(storage, name, [dead, other, running]),
+    }
 
 
 def case_mixed_configs(out: Path, storage: str, name: str) -> dict:
