@@ -1,6 +1,6 @@
 """The fork server of the tests that start many entry points (test_cli, test_launch,
-test_bad_inputs): one process imports JAX and jaxcap's libraries once, and each command line runs
-in a child forked from it, as `python -m` would run it."""
+test_bad_commands, test_bad_workdirs): one process imports JAX and jaxcap's libraries once, and
+each command line runs in a child forked from it, as `python -m` would run it."""
 
 import subprocess
 import sys
