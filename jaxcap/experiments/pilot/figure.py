@@ -109,7 +109,7 @@ def plot_pilot(path: Path, pilot: PilotRecord, rounds: list, p_draws: np.ndarray
     top.set_ylim(-0.05, 1.05)
     top.set_ylabel("P(learned)")
     fig.suptitle(f"Pilot: {pilot.family} on {arch_words(pilot.arch_label or '')}", fontsize=9)
-    top.legend(fontsize=7, loc="best")
+    top.legend(fontsize=7, loc="upper right")  # P(learned) falls to the right: that corner is free
     levels = top.secondary_xaxis("top")
     shown = thinned(bits, lim)
     levels.set_xticks(bits[shown], [str(pilot.candidates[i]["value"]) for i in shown], fontsize=7)
