@@ -205,6 +205,9 @@ def hpo_experiment(plan: plan_lib.Plan, store: Store) -> list[HpoLevel]:
 
     start, before = time.time(), len(store.member_rows())
     run_sweep(plan, store)
+    if not store.members():  # every trial was told by other workers: their workdirs hold the rows
+        print(f"{store.root}: this worker told no trial (others' workdirs hold its rows)", flush=True)
+        return []
     levels, studies = report.summarize(store)
     write_best_trials(store, levels, studies, report.owner(store, plan.section.study.storage))
     written = report.hpo_report(store)
