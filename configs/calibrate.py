@@ -214,13 +214,14 @@ def get_config(arg=None):
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
         c.train.update(steps=20_000, chunk_steps=1000, batch_size=256)
         c.calibrate.nuts.update(warmup=1000, samples=1000)
+        c.calibrate.design.share_programs = False  # an accelerator: one population a pass
         c.note = "the seed baseline model at the seed design's scale"
     elif variant in ("device", "seed"):  # studies/device_study.sh: C of the seed baseline, no held-out fits
         c.model.update(n_layers=2, d_model=256, n_heads=8, d_head=32, d_ff=1024)
         c.hparams.learning_rate = 1e-3
         c.train.update(steps=3000, batch_size=128)
         c.sweep.seeds = 3
-        c.calibrate.design.rounds = 0  # the grid only: a bisection round costs a compile
+        c.calibrate.design.update(rounds=0, share_programs=False)  # the grid only, one population
         # the default NUTS (4 x (1,000 + 4,000) at 0.97): it runs on the host CPU (jaxcap/meta/fit.py),
         # where 2 x (300 + 300) on the H100's GPU took 70 s and missed the sampler targets
         c.calibrate.validation.update(folds=0, designs=())

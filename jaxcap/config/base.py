@@ -17,7 +17,7 @@ import ml_collections
 from jaxcap import fields as checks
 from jaxcap import tasks
 from jaxcap.config import registry
-from jaxcap.config.plan import Plan, build_bucket, variant_configs
+from jaxcap.config.plan import Plan, build_bucket, split_levels, variant_configs
 from jaxcap.config.registry import EXPERIMENTS, resolve
 from jaxcap.core.population import DEFAULT_HPARAMS, HPARAM_NAMES, HPARAM_RULES
 from jaxcap.core.runtime import Runtime
@@ -119,7 +119,15 @@ def base_config(task: str) -> ml_collections.ConfigDict:
     c.hparams = ml_collections.ConfigDict(DEFAULT_HPARAMS)
     spec = tasks.task_class(task)().spec
     c.sweep = ml_collections.ConfigDict(
-        dict(seeds=1, hparams={n: () for n in HPARAM_NAMES}, task={k: () for k in spec.knobs}, buckets=())
+        dict(
+            seeds=1,
+            hparams={n: () for n in HPARAM_NAMES},
+            task={k: () for k in spec.knobs},
+            buckets=(),
+            # > 0: a bucket's swept knob levels train as populations of this many levels, one
+            # after another on one program set (jaxcap.config.plan.split_levels)
+            levels_per_population=0,
+        )
     )
     c.train = ml_collections.ConfigDict(defaults(TrainSettings))
     # steps-to-threshold on the task's primary metric (accuracy 0.99; lower is better for NMSE)
@@ -144,6 +152,7 @@ def schema(config) -> dict:
         "sweep": {
             "seeds": Int(1, 100_000),
             "buckets": TupleOf(Str()),
+            "levels_per_population": Int(0, 100_000),
             "hparams": {n: TupleOf(rule) for n, rule in HPARAM_RULES.items()},
             "task": {k: TupleOf(task_cls.SCHEMA[k]) for k in task_cls().spec.knobs},
         },
@@ -177,9 +186,12 @@ def build_plan(config: ml_collections.ConfigDict) -> Plan:
         try:
             if label:
                 check_tree("config", variant, schema(variant))
-            buckets.append(build_bucket(variant, f"b{i}", label))
+            bucket = build_bucket(variant, f"b{i}", label)
+            buckets += split_levels(bucket, variant.sweep.get("levels_per_population", 0))
         except ConfigError as e:
             raise ConfigError(f"config.sweep.buckets[{i}] ({label}): {e}" if label else str(e)) from None
+    if len(buckets) > len(config.sweep.buckets or [""]):  # populations of a split bucket: b0, b1, ...
+        buckets = [dataclasses.replace(b, name=f"b{j}") for j, b in enumerate(buckets)]
     plan = Plan(
         experiment=config.experiment,
         seed=config.seed,

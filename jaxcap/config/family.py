@@ -21,7 +21,7 @@ import ml_collections
 
 from jaxcap import tasks
 from jaxcap.config.base import base_config, build_plan, derived_config, recorded_config
-from jaxcap.config.plan import Bucket, Grid, Plan, parse_overrides
+from jaxcap.config.plan import Bucket, Grid, Plan, parse_overrides, split_levels
 from jaxcap.core.runtime import Runtime
 from jaxcap.core.train import EvalSettings, TrainSettings
 from jaxcap.fields import ConfigError, from_section, kind_of, to_section
@@ -72,10 +72,11 @@ class Family:
         static = [""] if self.knob else [f"task.{self.field}={v}" for v in values]
         return [",".join(filter(None, (arch, lv))) for arch in architectures for lv in static]
 
-    def level_buckets(self, values, seeds: int | None = None, architectures=None) -> list[Bucket]:
+    def level_buckets(self, values, seeds: int | None = None, architectures=None, levels: int = 0) -> list[Bucket]:
         """The buckets of a pass over level `values` (in order) with `seeds` seeds a level, on
         `architectures` (each one of the family's), derived from the parsed buckets: a static
-        level's bucket as parsed, a knob family's on the task its pass's levels size."""
+        level's bucket as parsed; a knob family's on the task every candidate sizes, so that all
+        its passes share programs, split into populations of `levels` levels (0: one a pass)."""
         archs = self.architectures if architectures is None else tuple(architectures)
         out = []
         for a in archs:
@@ -83,24 +84,27 @@ class Family:
                 raise ConfigError(
                     f"config.calibrate.architectures: got {a!r}; allowed: one of {self.architectures}"
                 )
-            first = self.architectures.index(a) * (1 if self.knob else len(self.values))
+            first, labels = self.architectures.index(a), self.labels(values, (a,))
             if self.knob:
-                task = tasks.build({**self.task, self.field: values[0]}, {self.field: tuple(values)})
-                out.append(self.buckets[first].on_task(task, **{self.field: tuple(values)}))
+                whole = self.buckets[first].with_knobs(**{self.field: tuple(values)})
+                out += [(b, labels[0]) for b in split_levels(whole, levels)]
             else:
-                out += [self.buckets[first + self.values.index(v)] for v in values]
-        labels = self.labels(values, archs)
+                at = [self.buckets[first * len(self.values) + self.values.index(v)] for v in values]
+                out += list(zip(at, labels))
         if seeds is not None:
-            out = [b.with_seeds(seeds) for b in out]
-        return [dataclasses.replace(b, name=f"b{i}", label=labels[i]) for i, b in enumerate(out)]
+            out = [(b.with_seeds(seeds), label) for b, label in out]
+        return [dataclasses.replace(b, name=f"b{i}", label=label) for i, (b, label) in enumerate(out)]
 
-    def record(self, values, seeds: int | None = None, architectures=None) -> dict:
-        """config.json of a grid pass: the family's config with the pass's levels and seeds."""
+    def record(self, values, seeds: int | None = None, architectures=None, levels: int = 0) -> dict:
+        """config.json of a grid pass: the family's config with the pass's levels and seeds (a
+        knob family's task with the sizes every candidate sets, as its buckets have them)."""
         archs = self.architectures if architectures is None else tuple(architectures)
         labels = self.labels(values, archs)
         task, knob_grid = dict(self.task), dict(self.grid.knob_grid)
         if self.knob:
-            task[self.field], knob_grid[self.field] = values[0], tuple(values)
+            built = self.buckets[0].task
+            sizes = {k: getattr(built, k) for k in task if k.startswith("max_") and k != self.field}
+            task, knob_grid[self.field] = {**task, **sizes}, tuple(values)
         return {
             "eval": to_section(self.eval),
             "experiment": "population",
@@ -111,6 +115,7 @@ class Family:
             "sweep": {
                 "buckets": tuple(labels) if len(labels) > 1 or labels[0] else (),
                 "hparams": dict(self.grid.hparam_grid),
+                "levels_per_population": levels if self.knob else 0,
                 "seeds": self.grid.seeds if seeds is None else seeds,
                 "task": knob_grid,
             },
@@ -118,12 +123,13 @@ class Family:
             "train": to_section(self.settings),
         }
 
-    def runs(self, values=None, seeds: int | None = None, architectures=None) -> list[FamilyRun]:
+    def runs(self, values=None, seeds: int | None = None, architectures=None, levels: int = 0) -> list[FamilyRun]:
         """The runs of a pass (default: every candidate, the config's seeds and architectures):
-        one population (grid search), or one Optuna study per bucket."""
+        one population per `levels` levels (grid search; 0: one), or one Optuna study per bucket."""
         values = self.values if values is None else tuple(values)
-        record = self.record(values, seeds, architectures)
-        buckets = self.level_buckets(values, seeds, architectures)
+        levels = levels if self.search == "grid" else 0
+        record = self.record(values, seeds, architectures, levels)
+        buckets = self.level_buckets(values, seeds, architectures, levels)
         if self.search == "grid":
             return [FamilyRun("", Plan("population", self.seed, tuple(buckets), self.runtime), record)]
         out = []

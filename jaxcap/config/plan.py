@@ -5,6 +5,9 @@ A config trains one bucket unless `config.sweep.buckets` lists variants, each a 
 comma-separated `section.field=value` overrides, e.g. ("model.d_model=32",
 "model.d_model=64,model.n_layers=1"). Each variant is its own population (its own compile,
 curves and checkpoints); inside a bucket the members are the grid task knobs x hparams x seeds.
+`config.sweep.levels_per_population` = k > 0 trains a bucket's swept knob levels as populations
+of k levels each, one after another on the same task and so on the same compiled programs
+(`split_levels`: calibrate's grid and boundary rounds share one program set this way).
 A `Bucket` checks itself when it is built (one-line `ConfigError`s naming the config field), and
 experiments derive their populations from it with `with_task`, `with_model`, `with_hparams`,
 `with_knobs`, `with_settings` and `with_members`, never from a copied config.
@@ -222,6 +225,22 @@ def build_model(task: Task, fields: dict[str, Any]) -> ModelConfig:
     if fields["angular"] != "none" and not fields["angular_n"]:
         fields["angular_n"] = bucket_checks.angular_n(task, fields["angular_n"])
     return ModelConfig.for_task(task.spec, **fields)
+
+
+def split_levels(bucket: Bucket, levels: int) -> list[Bucket]:
+    """`bucket` as populations of at most `levels` levels of its swept task knob each (0: one
+    population), in the grid's order and on the bucket's task, whose sizes follow every level: each
+    piece runs the same compiled programs as the others of as many members."""
+    swept = {k: tuple(v) for k, v in bucket.grid.knob_grid.items() if len(v)} if bucket.grid else {}
+    if len(swept) > 1 and levels:
+        raise ConfigError(
+            f"config.sweep.levels_per_population: got {levels}; allowed: 0 when more than one task "
+            f"knob is swept (config.sweep.task sweeps {', '.join(swept)})"
+        )
+    if not levels or not swept or len(next(iter(swept.values()))) <= levels:
+        return [bucket]
+    ((knob, values),) = swept.items()
+    return [bucket.with_knobs(**{knob: values[i : i + levels]}) for i in range(0, len(values), levels)]
 
 
 def build_bucket(config: ml_collections.ConfigDict, name: str, label: str) -> Bucket:

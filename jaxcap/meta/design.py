@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from jaxcap.fields import Choice, Int, setting
+from jaxcap.fields import Bool, Choice, Int, setting
 from jaxcap.meta.data import Table
 
 
@@ -33,6 +33,15 @@ class Design:
     # how a round picks its levels: the middle of each flip, or the largest expected information
     # gain about b* from the family's own levels (pilot/boundary.py)
     rule: str = setting("bisection", Choice(("bisection", "information")))
+    # the grid trained as populations of per_round levels, each the size of a round's, so that a
+    # family's grid and rounds run one compiled program set (on a CPU four populations of 4 run
+    # as fast as one of 16: docs/engine.md); False: one population a pass (an accelerator's choice)
+    share_programs: bool = setting(True, Bool())
+
+    @property
+    def levels_per_population(self) -> int:
+        """config.sweep.levels_per_population of a family pass (0: a pass is one population)."""
+        return self.per_round if self.share_programs and self.grid and self.rounds else 0
 
 
 def spanning_grid(bits: list[float], n: int) -> list[int]:

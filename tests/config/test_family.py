@@ -35,9 +35,7 @@ def test_every_pass_is_the_plan_its_config_json_builds(spec):
             assert run.record["sweep"]["seeds"] == (seeds or family.grid.seeds)
 
 
-def test_a_knob_pass_sizes_its_task_from_its_own_levels():
-    """copying's length is a knob: a pass over lengths (2, 3) builds the task those levels size
-    (max_length 3), as its config would; the family's other levels do not leak into it."""
+def _copying_family():
     c = load_config(f"{ROOT / 'configs' / 'calibrate.py'}:smoke")
     c.calibrate.families = {
         "copying": dict(
@@ -46,11 +44,45 @@ def test_a_knob_pass_sizes_its_task_from_its_own_levels():
             overrides="model.attention=causal",
         )
     }
-    family = parse_family(c, "copying", c.calibrate.families.copying)
+    return parse_family(c, "copying", c.calibrate.families.copying)
+
+
+def test_a_knob_pass_sizes_its_task_from_every_candidate():
+    """copying's length is a knob: a pass over lengths (2, 3) trains on the task all three
+    candidates size (max_length 6), so every pass of the family runs the same programs; its
+    config.json builds that same bucket."""
+    family = _copying_family()
     [bucket] = family.level_buckets((2, 3), seeds=1)
-    assert bucket.task.max_length == 3 and bucket.task.length == 2
+    assert bucket.task.max_length == 6 and bucket.task.length == 2
     assert sorted({m.knobs["length"] for m in bucket.members}) == [2, 3]
     assert bucket == _rebuilt(family.runs((2, 3), 1)[0], family.runtime).buckets[0]
+    [other] = family.level_buckets((6,), seeds=1)
+    assert other.task == bucket.task and other.model == bucket.model
+
+
+def test_a_pass_splits_into_populations_of_a_rounds_size():
+    """levels = 1: the grid (2, 3, 6) is three populations of one level each, the size of a
+    boundary round's, on one task: one program set; its config.json plans the same three."""
+    family = _copying_family()
+    buckets = family.level_buckets((2, 3, 6), seeds=2, levels=1)
+    assert [b.name for b in buckets] == ["b0", "b1", "b2"]
+    assert [sorted({m.knobs["length"] for m in b.members}) for b in buckets] == [[2], [3], [6]]
+    [round_] = family.level_buckets((3,), seeds=2, levels=1)
+    programs = {(b.settings, b.task, b.model, len(b.members)) for b in [*buckets, round_]}
+    assert len(programs) == 1  # the key of jaxcap.training.loop.population_program's cache
+    [run] = family.runs((2, 3, 6), 2, levels=1)
+    assert run.record["sweep"]["levels_per_population"] == 1
+    assert _rebuilt(run, family.runtime).buckets == tuple(buckets)
+    [b01, b2] = family.level_buckets((2, 3, 6), seeds=2, levels=2)  # the last holds fewer
+    assert len(b01.members) == 4 and len(b2.members) == 2
+
+
+def test_levels_per_population_refuses_two_swept_knobs():
+    c = load_config(f"{ROOT / 'configs' / 'copying.py'}:smoke")
+    c.sweep.task = {"length": (2, 3), "vocab": (3, 4)}
+    c.sweep.levels_per_population = 1
+    with pytest.raises(ConfigError, match=r"config.sweep.levels_per_population: got 1; allowed: 0 when"):
+        build_plan(c)
 
 
 def test_a_static_level_is_a_bucket_per_value_and_architecture():

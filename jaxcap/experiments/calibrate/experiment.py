@@ -47,7 +47,7 @@ def train_families(plan: Plan[Calibration], store: Store) -> tuple[list[Path], s
     """Every family's passes (resumable): the workdirs, and those of bisection passes."""
     cal = plan.section  # every family, parsed by the registry check
     design, search = cal.settings.design, cal.settings.search
-    workdirs, boundary = [], set()
+    workdirs, boundary, levels = [], set(), design.levels_per_population
     for name, family in cal.families.items():
         root = store.root / "families" / name
         if not design.grid:
@@ -55,7 +55,7 @@ def train_families(plan: Plan[Calibration], store: Store) -> tuple[list[Path], s
             continue
         values, bits = family.values, list(family.bits)
         chosen = meta_design.spanning_grid(bits, design.grid)
-        mine = train_runs(search, root / "grid", family.runs([values[i] for i in chosen]))
+        mine = train_runs(search, root / "grid", family.runs([values[i] for i in chosen], levels=levels))
         for r in range(1, design.rounds + 1):
             table = meta_data.load_table(mine)
             new = _round_levels(design, bits, meta_design.level_counts(table, table.families[0]), r)
@@ -65,7 +65,7 @@ def train_families(plan: Plan[Calibration], store: Store) -> tuple[list[Path], s
                 break
             picked = [values[i] for i in new]
             print(f"== {name}: {design.rule} round {r} adds {picked}", flush=True)
-            added = train_runs(search, root / f"boundary{r}", family.runs(picked))
+            added = train_runs(search, root / f"boundary{r}", family.runs(picked, levels=levels))
             boundary |= {str(w) for w in added}
             mine += added
         workdirs += mine
