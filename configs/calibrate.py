@@ -180,7 +180,7 @@ def get_config(arg=None):
     c.experiment = "calibrate"
     c.model.update(n_layers=2, d_model=32, n_heads=4, d_head=8, d_ff=128)  # 26k params: 5 families fit
     c.hparams.update(learning_rate=2e-3, weight_decay=0.1, warmup_steps=100.0)
-    c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in <= 45 min
+    c.train.update(steps=1000, chunk_steps=250, batch_size=64)  # 5 families in ~20 min (docs/configs.md)
     c.sweep.seeds = 4
     c.note = "a small model (d_model 32) for 1,000 steps so the default finishes on a laptop CPU"
     # every field's default and meaning: CalibrateSettings (jaxcap/experiments/calibrate/settings.py);

@@ -6,7 +6,7 @@ timed phase by phase and traced by XLA's own profiler, its ops summed by what th
 
 For each family: the grid pass's population (4 levels x 4 seeds = 16 members) and one of a
 boundary round's size (1 level, 4 members); wall time of data generation, a training chunk and
-one evaluation; the evaluation's share of a default pass (a chunk is 250 steps); model FLOP/s;
+one evaluation; the evaluation's share of a pass (one eval per `train.chunk_steps`); model FLOP/s;
 and the chunk's XLA ops (a `jax.profiler` trace, every thunk event matched to its HLO instruction)
 summed by the jaxpr path XLA records for it: forward, backward (`transpose(jvp(...))`), the
 batch drawn inside the step (`randint`, threefry, gather), and the rest (the AdamW update, the
@@ -36,7 +36,6 @@ from jaxcap.meta.design import spanning_grid
 from jaxcap.training.loop import population_program
 
 CATEGORIES = ("forward", "backward", "batch", "update and guard")
-DEFAULT_CHUNK = 250  # configs/calibrate.py's train.chunk_steps: one eval per chunk
 
 
 def category(op_name: str) -> str:
@@ -64,7 +63,8 @@ def traced_ms(run, names: dict[str, str]) -> dict[str, float]:
         with jax.profiler.trace(d, create_perfetto_trace=True):
             run()
         [path] = glob.glob(f"{d}/plugins/profile/*/perfetto_trace.json.gz")
-        events = json.load(gzip.open(path))
+        with gzip.open(path) as f:
+            events = json.load(f)
     events = events["traceEvents"] if isinstance(events, dict) else events
     out = collections.Counter()
     for e in events:
@@ -81,26 +81,29 @@ def timed(fn, *args):
 
 
 def profile_bucket(bucket, steps: int, trace: bool) -> dict:
-    """Phase times of one population (its programs compiled first, untimed)."""
-    bucket = bucket.with_settings(chunk_steps=steps)
+    """Phase times of one population (its programs compiled first, untimed): a chunk of `steps`
+    steps, and the evaluation a pass of the config's own chunk length runs (its sample is sized
+    from that chunk's training work, jaxcap.core.train.sampled_task)."""
     mesh = sharding.population_mesh(len(bucket.members), 0)
-    program = population_program(bucket.settings, bucket.task, bucket.model, mesh)
+    full = population_program(bucket.settings, bucket.task, bucket.model, mesh)
+    short = bucket.with_settings(chunk_steps=steps)
+    program = population_program(short.settings, short.task, short.model, mesh)
     keys, hparams = sharding.put(stack(bucket.members, bucket.seed), mesh)
     state = program.init(keys, hparams)
     data = program.data(keys, hparams)
     (state, _), _ = timed(program.chunk, state, hparams, data)  # compiles
-    timed(program.evaluate, state, hparams, data)
+    timed(full.evaluate, state, hparams, data)
     data, data_s = timed(program.data, keys, hparams)
     (state, _), chunk_s = timed(program.chunk, state, hparams, data)
-    _, eval_s = timed(program.evaluate, state, hparams, data)
-    per_chunk = chunk_s * DEFAULT_CHUNK / steps
-    p = len(bucket.members)
+    _, eval_s = timed(full.evaluate, state, hparams, data)
+    per_chunk = chunk_s * bucket.settings.chunk_steps / steps
+    p, step_flops = len(bucket.members), flops.train_flops(bucket.model, bucket.settings.batch_size)
     out = {
         "members": p,
         "seq_len": bucket.model.seq_len,
         "ms_per_step": round(1e3 * chunk_s / steps, 2),
         "model_steps_per_s": round(p * steps / chunk_s, 1),
-        "gflops": round(p * steps * flops.train_flops(bucket.model, bucket.settings.batch_size) / chunk_s / 1e9, 1),
+        "gflops": round(p * steps * step_flops / chunk_s / 1e9, 1),
         "data_s": round(data_s, 3),
         "eval_s": round(eval_s, 3),
         "eval_share": round(eval_s / (per_chunk + eval_s), 3),

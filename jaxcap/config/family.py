@@ -72,7 +72,9 @@ class Family:
         static = [""] if self.knob else [f"task.{self.field}={v}" for v in values]
         return [",".join(filter(None, (arch, lv))) for arch in architectures for lv in static]
 
-    def level_buckets(self, values, seeds: int | None = None, architectures=None, levels: int = 0) -> list[Bucket]:
+    def level_buckets(
+        self, values, seeds: int | None = None, architectures=None, levels: int = 0
+    ) -> list[Bucket]:
         """The buckets of a pass over level `values` (in order) with `seeds` seeds a level, on
         `architectures` (each one of the family's), derived from the parsed buckets: a static
         level's bucket as parsed; a knob family's on the task every candidate sizes, so that all
@@ -123,7 +125,9 @@ class Family:
             "train": to_section(self.settings),
         }
 
-    def runs(self, values=None, seeds: int | None = None, architectures=None, levels: int = 0) -> list[FamilyRun]:
+    def runs(
+        self, values=None, seeds: int | None = None, architectures=None, levels: int = 0
+    ) -> list[FamilyRun]:
         """The runs of a pass (default: every candidate, the config's seeds and architectures):
         one population per `levels` levels (grid search; 0: one), or one Optuna study per bucket."""
         values = self.values if values is None else tuple(values)

@@ -309,6 +309,8 @@ def _train_bucket(bucket, store, runtime, stop_fn, on_eval, extra_metrics, compi
     if clock.count["compile"]:  # programs: compiled or read from the persistent cache, this bucket
         model_flops = flops.train_flops(bucket.model, settings.batch_size)  # per model-step
         peak = flops.devices_peak(bucket.model.compute_dtype, settings.matmul_precision, mesh.size)
+        if not compiled.programs:  # its programs reused in memory: the first chunk compiled nothing
+            clock.seconds["first chunk"] = clock.seconds.pop("compile")
         summary = clock.summary(len(members), settings.chunk_steps, model_flops, peak)
         print(f"[{bucket.name}] {summary}; {compiled.programs} programs compiled", flush=True)
     rows = member_rows(bucket, cursor, baselines)

@@ -11,11 +11,12 @@ from helpers import ENV, ROOT
 
 from studies.pass_profile import CATEGORIES, category, instruction_categories
 
-HLO = """
-  %dot.3 = f32[4,32,8]{2,1,0} dot(%a, %b), metadata={op_name="jit(run_chunk)/vmap()/while/body/closed_call/transpose(jvp(bqhd,bkhd->bhqk))/dot_general"}
-  %fusion.7 = f32[4,32]{1,0} fusion(%c), kind=kLoop, metadata={op_name="jit(run_chunk)/vmap()/while/body/closed_call/jvp()/tanh"}
-  ROOT %gather.1 = s32[4,64]{1,0} gather(%d, %e), metadata={op_name="jit(run_chunk)/vmap()/while/body/closed_call/gather"}
-  %add.9 = f32[4]{0} add(%f, %g), metadata={op_name="jit(run_chunk)/vmap()/while/body/closed_call/add"}
+STEP = "jit(run_chunk)/vmap()/while/body/closed_call"
+HLO = f"""
+  %dot.3 = f32[4,32,8]{{2,1,0}} dot(%a, %b), metadata={{op_name="{STEP}/transpose(jvp(bqhd,bkhd->bhqk))/dot"}}
+  %fusion.7 = f32[4,32]{{1,0}} fusion(%c), kind=kLoop, metadata={{op_name="{STEP}/jvp()/tanh"}}
+  ROOT %gather.1 = s32[4,64]{{1,0}} gather(%d, %e), metadata={{op_name="{STEP}/gather"}}
+  %add.9 = f32[4]{{0}} add(%f, %g), metadata={{op_name="{STEP}/add"}}
   %constant.2 = f32[] constant(1)
 """
 
