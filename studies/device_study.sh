@@ -67,10 +67,14 @@ export PYTHONUNBUFFERED=1 JAXCAP_CACHE=${JAXCAP_CACHE:-$STUDY/cache}
 if [ "$PART" = ladder ]; then  # the size ladder's pending parts that fit LADDER_S device-seconds
   SMALLFLAG=()
   [ "$SMALL" = 1 ] && SMALLFLAG=(--small)
+  set -o pipefail  # a part's failure is the command's status, not tee's; the page is built anyway
   "$PY" -m studies.ladder run --budget "${LADDER_S:-480}" --out "$OUT/ladder" --work "$STUDY/ladder" \
     "${SMALLFLAG[@]}" 2>&1 | tee -a "$LOG"
+  ran=$?
   "$PY" -m studies.ladder_page "$OUT/ladder" "$OUT" "${SMALLFLAG[@]}" | tee -a "$LOG"
-  exit
+  paged=$?
+  [ "$ran" = 0 ] || exit "$ran"
+  exit "$paged"
 fi
 
 if [ "$SMALL" = 1 ]; then  # the smoke variants: the plumbing, not a measurement

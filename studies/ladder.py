@@ -105,7 +105,7 @@ def run(
     `budget_s` (SMALL: all of them); a part finished in `results` or `out` is not run again.
     SMALL reads `out` only: its tiny parts are never in `results`, nor is their recipe."""
     results = out if small else results
-    start, tried = time.monotonic(), set()
+    start, tried, failed = time.monotonic(), set(), []
     while True:
         done = finished(results, out)
         recipe = recipe_of(done) or FIRST_RECIPE
@@ -117,12 +117,16 @@ def run(
         fitting = [(p, s) for p, s in timed if small or s <= left]
         if not fitting:
             print("left for later:", ", ".join(f"{p.name} ({s:.0f} s)" for p, s in timed) or "nothing")
+            if failed:  # the others ran; the command's status says that these did not
+                sys.exit(f"ladder: part(s) {', '.join(failed)} failed")
             return
         part, seconds = fitting[0]
         tried.add(part.name)
         limit = 1e9 if small else left  # what the budget has left: the command's own timeout is above it
-        if launch(part, recipe, small, work, out, seconds, limit) != 0 and (small or not part.budgets):
-            sys.exit(f"ladder: part {part.name} failed")  # no recipe: the rungs would train an unsearched one
+        if launch(part, recipe, small, work, out, seconds, limit) != 0:
+            if small or not part.budgets:  # no recipe: the rungs would train an unsearched one
+                sys.exit(f"ladder: part {part.name} failed")
+            failed.append(part.name)
 
 
 def bad_budget(seconds: float) -> str | None:

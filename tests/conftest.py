@@ -84,12 +84,11 @@ def tiny():
 
 @pytest.fixture(scope="session")
 def fork_server():
-    """A fork_server.ForkServer for this test process: launches without ~5 s of imports each."""
-    from fork_server import ForkServer
+    """This test process's fork_server.ForkServer (helpers.fork_server, the one `launch` uses):
+    launches without ~5 s of imports each."""
+    from helpers import fork_server
 
-    server = ForkServer()
-    yield server
-    server.close()
+    return fork_server()
 
 
 @pytest.fixture(scope="session")

@@ -53,17 +53,37 @@ def command(*args, killer_code: str = "", module: str = "jaxcap.launch") -> list
     return head + [str(a) for a in args]
 
 
+_SERVER = []  # this test process's fork server, started by the first launch that needs it
+
+
+def fork_server():
+    """The test process's one fork_server.ForkServer (closed at exit): every `launch` without an
+    `env` of its own runs in a child forked from it, without ~5 s of imports each."""
+    if not _SERVER:
+        import atexit
+
+        from fork_server import ForkServer
+
+        _SERVER.append(ForkServer())
+        atexit.register(_SERVER[0].close)
+    return _SERVER[0]
+
+
 def launch(*args, killer_code: str = "", check: bool = True, env=None, module="jaxcap.launch", timeout=600):
-    """Run an entry point in a child process from the checkout root and wait for it; with `check`
-    a non-zero exit fails the test with the tail of both streams."""
-    out = subprocess.run(
-        command(*args, killer_code=killer_code, module=module),
-        cwd=ROOT,
-        env=env or ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """Run an entry point in a child process from the checkout root and wait for it (forked from
+    the fork server; a fresh `python` when `env` is given); with `check` a non-zero exit fails
+    the test with the tail of both streams."""
+    if env is None:
+        out = fork_server().run(module, *args, code=killer_code, timeout=timeout)
+    else:
+        out = subprocess.run(
+            command(*args, killer_code=killer_code, module=module),
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     if check and out.returncode != 0:
         raise AssertionError(f"exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
     return out

@@ -251,3 +251,40 @@ def test_the_commands_answer_in_one_line(tmp_path, fork_server):
     assert out.returncode == 1 and out.stderr.strip() == line, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1])["error"] == line
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [  # what ml_collections once said: `flag --config.train.steps=abc: invalid literal for int() ...`
+        ("--config.train.steps=abc", "config.train.steps: got 'abc' (str); allowed: an integer >= 1"),
+        (
+            "--config.hparams.learning_rate=fast",
+            "config.hparams.learning_rate: got 'fast'; allowed: a finite number",
+        ),
+        (
+            "--config.sweep.seeds=1.5",
+            "config.sweep.seeds: got '1.5' (str); allowed: an integer in [1, 100000]",
+        ),
+    ],
+)
+def test_a_value_that_does_not_parse_as_its_type_names_the_field_and_what_is_allowed(change, message):
+    from jaxcap.main.launch import _check_overrides
+
+    with pytest.raises(ConfigError) as info:
+        _check_overrides(["launch", "--config=configs/modmod.py:smoke", change])
+    assert str(info.value).startswith(message) and "\n" not in str(info.value), str(info.value)
+
+
+def test_a_field_without_a_rule_names_its_type():
+    from jaxcap.main.launch import unparsed_value
+
+    config = smoke()
+    line = "flag --config.seed=x: invalid literal for int() with base 10: 'x'"
+    assert unparsed_value(config, line).startswith("config.seed: got 'x'")
+    config.unruled = 3  # a field no schema knows
+    line = "flag --config.unruled=x: invalid literal for int() with base 10: 'x'"
+    assert unparsed_value(config, line) == (
+        "config.unruled: got 'x'; allowed: a value of the field's type, int "
+        "(invalid literal for int() with base 10: 'x')"
+    )
+    assert unparsed_value(config, "something else: entirely") == "something else: entirely"

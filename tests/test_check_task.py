@@ -134,7 +134,7 @@ def test_the_example_config_launches_and_its_workdir_reopens(tmp_path):
     rows = [json.loads(line) for line in (workdir / "members.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and {r["task_name"] for r in rows} == {SORT} and rows[0]["family"] == "sort"
     (workdir / "report" / "report.md").unlink()
-    out = launch("--workdir", workdir, module="jaxcap.report")  # a fresh process: nothing registered
+    out = launch("--workdir", workdir, module="jaxcap.report")  # another process: nothing registered
     assert (workdir / "report" / "report.md").exists(), out.stdout
     levels = [meta_data.level_fields(r) for r in meta_data.read_rows(workdir)]
     assert {lv["task_name"] for lv in levels} == {SORT}

@@ -66,7 +66,37 @@ def _check_overrides(argv: list[str]) -> None:
     # them in the command line's order: a field given twice keeps its last value)
     trial, values = flags.FlagValues(), ["launch", *(a for a in changes if "=" in a)]
     config_flags.DEFINE_config_dict("config", config, flag_values=trial, lock_config=True, sys_argv=values)
-    trial(values)
+    try:
+        trial(values)
+    except flags.Error as e:
+        raise ConfigError(unparsed_value(config, str(e).splitlines()[0])) from None
+
+
+def unparsed_value(config, line: str) -> str:
+    """absl's `flag --config.a.b=v: invalid literal for int() ...` in the convention's words: the
+    field's schema rule on the text as given (`config.a.b: got 'v' (str); allowed: an integer >= 1`),
+    else the type of the config's own value; other lines as they are."""
+    from jaxcap.config.base import schema
+
+    head, _, reason = line.partition(": ")
+    path, eq, value = head.removeprefix("flag --").partition("=")
+    if not head.startswith("flag --config.") or not eq:
+        return line
+    try:
+        rule = schema(config)
+        for part in path.split(".")[1:]:
+            rule = rule[part]
+    except (ConfigError, KeyError, TypeError):
+        rule = None
+    if callable(rule):
+        try:
+            rule(path, value)
+        except ConfigError as e:
+            return str(e)
+    node = config
+    for part in path.split(".")[1:]:
+        node = node[part]
+    return f"{path}: got {value!r}; allowed: a value of the field's type, {type(node).__name__} ({reason})"
 
 
 def field_order(config):

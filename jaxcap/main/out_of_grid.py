@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 from absl import flags
 
 from jaxcap.main import cli
@@ -50,6 +51,22 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  meta_model PIT coverage 50% / 90%: {mm['pit_coverage50']:.2f} / {mm['pit_coverage90']:.2f}, "
         f"median width {mm['median_width50']:.2f} / {mm['median_width90']:.2f}"
+    )
+    print("  by family, Brier of meta_model / base_rate / family_rate:")
+    for name, fam in result["families"].items():
+        rate = "—" if np.isnan(fam["family_rate"]) else f"{fam['family_rate']:.3f}"  # none: not in the fit
+        print(
+            f"    {name}: {fam['meta_model']:.3f} / {fam['base_rate']:.3f} / {rate} "
+            f"({fam['learned']} of {fam['runs']} runs learned)"
+        )
+    outside = result["outside90"]
+    print(
+        f"  cells outside their 90 % predictive count: {len(outside)} of {result['n_cells']}"
+        + "".join(
+            f"\n    {c['family']} {c['level']}: {c['learned']}/{c['runs']} learned, P {c['p_mean']:.2f} "
+            f"[{c['p_lo90']:.2f}, {c['p_hi90']:.2f}]"
+            for c in outside
+        )
     )
     return 0
 

@@ -5,6 +5,7 @@ task from its recorded path, a run killed after its first round resumes to the s
 `out_of_grid` scores the pilot's predictions on a separate run of every candidate level."""
 
 import json
+import re
 
 import pytest
 from helpers import KILL_AFTER_ROUND_1, ROOT, launch, pilot_choices
@@ -12,7 +13,7 @@ from helpers import KILL_AFTER_ROUND_1, ROOT, launch, pilot_choices
 from jaxcap.config.base import checked_plan, load_config
 from jaxcap.fields import ConfigError
 from jaxcap.meta import posterior as meta_posterior
-from jaxcap.meta.data import read_table
+from jaxcap.meta.data import load_table, read_table
 
 SORT = "examples/sort_task.py:SortTask"
 PILOT = ["--config", "examples/sort_pilot.py:smoke"]
@@ -107,6 +108,11 @@ def test_out_of_grid_scores_the_pilot_on_every_candidate_with_fresh_seeds(pilote
         f"{len(lengths) * seeds} runs, {len(lengths)} cells ({len(pilot_choices(workdir))} level"
         in out.stdout
     )
+    learned = sum(r.success for r in load_table([check]).rows)
+    per_family = r"^    sort: [0-9.]+ / [0-9.]+ / (?:[0-9.]+|—) \((\d+) of (\d+) runs learned\)$"
+    sort_line = re.search(per_family, out.stdout, re.M)
+    assert sort_line and sort_line.group(1, 2) == (str(learned), str(len(lengths) * seeds)), out.stdout
+    assert "cells outside their 90 % predictive count: " in out.stdout
     result = json.loads(
         launch("--posterior", workdir, "--workdirs", check, "--json", module="jaxcap.main.out_of_grid").stdout
     )

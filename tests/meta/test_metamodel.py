@@ -247,3 +247,29 @@ def test_out_of_grid_population_beats_the_base_rate(simulated, fitted):
     brier = {m: result[m]["brier"] for m in out_of_grid_scores.METHODS}
     assert brier["meta_model"] < min(brier["base_rate"], brier["family_rate"]), brier
     assert 0.6 <= result["meta_model"]["pit_coverage90"] <= 1.0
+
+    # each family's Brier, from the cells' counts and mean P (the reference: sum of k (1 - p)^2
+    # + (n - k) p^2 over its cells), and its runs
+    new, fitted_names = meta_data.build_table(rows), fitted[0].meta.families
+    assert sorted(result["families"]) == sorted(new.families)
+    for name, fam in result["families"].items():
+        cells = [
+            (c["trials"], c["successes"], c["p_mean"])
+            for c in result["cells"]
+            if fitted_names[c["family"]] == name
+        ]
+        n = sum(t for t, _, _ in cells)
+        ref = sum(k * (1 - p) ** 2 + (t - k) * p**2 for t, k, p in cells) / n
+        assert (fam["runs"], fam["learned"]) == (n, sum(k for _, k, _ in cells))
+        assert fam["meta_model"] == pytest.approx(ref, rel=1e-9), name
+    # every seed of the hardest level of each family learned: the posterior gave that less than 5 %
+    hardest = {f: max((lv for lv in new.levels if lv.family == f), key=lambda lv: lv.bits) for f in range(4)}
+    flipped = [
+        dataclasses.replace(r, success=True) if new.levels[r.level] is hardest[r.family] else r
+        for r in new.rows
+    ]
+    result = out_of_grid_scores.score_population(fitted[0], table, dataclasses.replace(new, rows=flipped))
+    outside = {(c["family"], c["level"]) for c in result["outside90"]}
+    assert {(new.families[f], lv.label) for f, lv in hardest.items()} <= outside, outside
+    covered = {(fitted_names[c["family"]], c["level"]) for c in result["cells"] if c["pit_covered90"]}
+    assert not outside & covered  # a count outside the central 90 % has its PIT outside too

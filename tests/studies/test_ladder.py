@@ -53,6 +53,29 @@ def test_the_page_reads_the_phase_line_the_loop_prints():
     assert (cpu["flops"], cpu["unit"], cpu["mfu"]) == ("2", "G", None)
 
 
+def test_a_failed_rung_part_lets_the_others_run_then_fails_the_command(tmp_path, monkeypatch):
+    """A rung's part that fails on the device does not stop the parts after it (device time is
+    scarce), but the command exits non-zero naming it, so device_study.sh and its caller see it."""
+    ran = []
+
+    def launch(part, recipe, small, work, out, seconds, limit):
+        ran.append(part.name)
+        rc = 1 if part.name == failing else 0
+        (out / part.name).mkdir(parents=True)
+        (out / part.name / "part.json").write_text(json.dumps({"rc": rc}))
+        return rc
+
+    plan = ladder_plan.parts(ladder_plan.FIRST_RECIPE)
+    failing = next(p.name for p in plan if p.budgets)
+    monkeypatch.setattr(ladder, "launch", launch)
+    monkeypatch.setattr(ladder, "predicted_s", lambda part, recipe, small=False: 1.0)
+    monkeypatch.setattr(ladder, "recipe_of", lambda done: ladder_plan.FIRST_RECIPE if done else None)
+    with pytest.raises(SystemExit) as info:
+        ladder.run(tmp_path / "out", 1e6, False, tmp_path / "results", tmp_path / "work")
+    assert str(info.value) == f"ladder: part(s) {failing} failed"
+    assert sorted(ran) == sorted(p.name for p in plan)  # every part ran once, the failed one too
+
+
 def _ladder(*args, env=None):
     return subprocess.run(
         [sys.executable, "-m", "studies.ladder", *args],
