@@ -234,7 +234,7 @@ def test_the_commands_answer_in_one_line(tmp_path, fork_server):
             (
                 "jaxcap.launch",
                 [*SMOKE, *pair, "--workdir", str(tmp_path / "w")],
-                "config error: flag --config.seed=",
+                "config error: config.seed: got 'abc' (str); allowed: an integer in [0, 4294967295]",
             )
             for pair in (
                 ["--config.seed=abc", "--config.model.d_model=x"],
